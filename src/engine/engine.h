@@ -1,0 +1,118 @@
+#pragma once
+// The engine seam: the narrow interface the backend uses to drive an engine.
+// Two implementations honour it: TensorRT (src/engine/tensorrt, built when
+// TensorRT is found) and the reference engine (src/engine/reference), which
+// runs everywhere and holds the backend to TensorRT's contract:
+//
+//  * an engine has >= 1 profile; a new context starts on profile 0;
+//  * set_optimization_profile(p, stream) must precede set_input_shape for
+//    dynamic inputs, and after a switch every input shape must be set again;
+//    the switch may enqueue work on `stream`, so switch and enqueue share it;
+//  * an out-of-range profile index fails and changes nothing;
+//  * set_input_shape outside the active profile's bounds fails;
+//  * enqueue fails unless every input shape and every tensor address is set;
+//  * two contexts must not run the same profile concurrently, and one context
+//    is never enqueued from two streams at once.
+//
+// Calls are by IO index (0..num_io_tensors()-1, engine order); the TensorRT
+// adapter maps indices to the names NvInfer wants. Failures return false and
+// leave a human-readable reason in last_error() of the object that failed.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/shape.h"
+
+namespace etrt::engine {
+
+// An opaque CUDA stream (cudaStream_t) or nullptr for host execution. Kept
+// opaque so this header needs no CUDA.
+using StreamHandle = void*;
+
+enum class DataType : uint8_t {
+  kFloat32,
+  kFloat16,
+  kBFloat16,
+  kInt8,
+  kUInt8,
+  kInt32,
+  kInt64,
+  kBool,
+};
+
+// Bytes per element of `t`.
+size_t element_size(DataType t);
+// "float32", "int64", ... (the spelling Torch-TensorRT uses in its blobs).
+const char* to_string(DataType t);
+
+struct TensorDesc {
+  std::string name;
+  bool is_input = false;
+  DataType dtype = DataType::kFloat32;
+  Shape shape;                     // -1 marks a dynamic dimension
+  bool is_shape_tensor = false;    // TensorRT shape-inference IO; etrt refuses these
+};
+
+// Where the engine's tensors live. Host: plain pointers the CPU can touch.
+// Device: CUDA device pointers (the backend stages host tensors).
+enum class MemoryKind : uint8_t { kHost, kDevice };
+
+class ExecutionContext {
+ public:
+  virtual ~ExecutionContext() = default;
+
+  // The active optimization profile (0 for a new context).
+  virtual int32_t optimization_profile() const = 0;
+  // Switch to `profile`, possibly enqueueing work on `stream`. After a
+  // successful switch every input shape must be set again.
+  virtual bool set_optimization_profile(int32_t profile, StreamHandle stream) = 0;
+
+  // Set input `io_index`'s runtime shape; fails outside the active profile.
+  virtual bool set_input_shape(int32_t io_index, const Shape& shape) = 0;
+  // The tensor's shape in this context: for inputs the shape last set, for
+  // outputs the shape inferred from the current input shapes (-1 where not
+  // yet inferable).
+  virtual bool tensor_shape(int32_t io_index, Shape* out) const = 0;
+
+  virtual bool set_tensor_address(int32_t io_index, void* address) = 0;
+
+  // Supply the scratch memory a context created with user-managed memory
+  // runs in; `size` must be at least Engine::device_memory_size().
+  virtual bool set_device_memory(void* memory, size_t size) = 0;
+
+  virtual bool enqueue(StreamHandle stream) = 0;
+
+  virtual const char* last_error() const = 0;
+};
+
+struct ContextOptions {
+  // Create the context without scratch memory; the caller gives it some with
+  // set_device_memory() before enqueue (TensorRT kUSER_MANAGED). Lets one
+  // buffer serve several contexts that never run at the same time.
+  bool user_managed_memory = false;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  virtual int32_t num_io_tensors() const = 0;
+  virtual const TensorDesc& io_tensor(int32_t io_index) const = 0;
+
+  virtual int32_t num_profiles() const = 0;
+  // min/opt/max of input `io_index` under `profile`; false for a bad index or
+  // a non-input.
+  virtual bool profile_shape(int32_t profile, int32_t io_index, Shape* min, Shape* opt, Shape* max) const = 0;
+
+  virtual MemoryKind memory_kind() const = 0;
+  // Scratch memory one context needs, for the largest profile.
+  virtual size_t device_memory_size() const = 0;
+
+  virtual std::unique_ptr<ExecutionContext> create_context(const ContextOptions& options) = 0;
+
+  virtual const char* last_error() const = 0;
+};
+
+}  // namespace etrt::engine
