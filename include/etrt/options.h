@@ -1,0 +1,53 @@
+#pragma once
+/// @file
+/// Names a runner uses to configure etrt's TensorRT delegate.
+///
+/// Load-time options travel through ExecuTorch's `LoadBackendOptionsMap` and
+/// apply to the module being loaded:
+///
+/// @code
+///   executorch::runtime::BackendOptions<4> opts;
+///   opts.set_option(etrt::kOptionAutoSelect, true);   // no guard => auto
+///   opts.set_option(etrt::kOptionProfileStrategy, etrt::kStrategyContextPerProfile);
+///   executorch::runtime::LoadBackendOptionsMap map;
+///   map.set_options(etrt::kBackendId, opts.view());
+///   module.load(map);
+/// @endcode
+///
+/// Process-wide counters are read with `executorch::runtime::get_option(etrt::kBackendId, ...)`.
+
+namespace etrt {
+
+/// The backend id Torch-TensorRT writes into `.pte` files; etrt registers under it.
+inline constexpr char kBackendId[] = "TensorRTBackend";
+
+// ---- load-time options (LoadBackendOptionsMap) ----
+
+/// bool. When true, an execution with no OptimizationProfileGuard in force
+/// selects its profile from the input shapes instead of using profile 0.
+inline constexpr char kOptionAutoSelect[] = "auto_select_profiles";
+/// string, kPolicyStickyFirstFit (default) or kPolicyFirstFit: the policy used
+/// when kOptionAutoSelect makes auto the default.
+inline constexpr char kOptionAutoPolicy[] = "auto_policy";
+inline constexpr char kPolicyStickyFirstFit[] = "sticky_first_fit";
+inline constexpr char kPolicyFirstFit[] = "first_fit";
+/// string: how a profile change is carried out.
+///  * kStrategySwitch (default): one execution context; a change calls
+///    setOptimizationProfileAsync on the execution stream. Least memory.
+///  * kStrategyContextPerProfile: one context per profile, each bound to its
+///    profile once at load, sharing one scratch buffer; a change is a choice
+///    of context, with no TensorRT call. Costs one context's state per profile.
+inline constexpr char kOptionProfileStrategy[] = "profile_strategy";
+inline constexpr char kStrategySwitch[] = "switch";
+inline constexpr char kStrategyContextPerProfile[] = "context_per_profile";
+
+// ---- process-wide counters (executorch::runtime::get_option, int values) ----
+
+/// Profile changes carried out by all etrt delegates since process start.
+inline constexpr char kCounterProfileSwitches[] = "profile_switches";
+/// Executions completed by all etrt delegates since process start.
+inline constexpr char kCounterExecutions[] = "executions";
+/// The profile used by the most recent execution of any etrt delegate.
+inline constexpr char kCounterLastProfile[] = "last_profile";
+
+}  // namespace etrt

@@ -1,0 +1,71 @@
+#pragma once
+/// @file
+/// What etrt's delegates did on the calling thread, without reaching into the module.
+///
+/// @code
+///   etrt::ExecutionReport report;          // starts recording on this thread
+///   module.forward(inputs);
+///   for (const auto& e : report.entries())  // one entry per delegate execution
+///     printf("%s used profile %d%s\n", e.delegate, e.profile, e.switched ? " (switched)" : "");
+/// @endcode
+///
+/// Reports nest like guards; recording is allocation-free (fixed capacity).
+
+#include <cstddef>
+#include <cstdint>
+
+namespace etrt {
+
+struct ExecutionRecord {
+  /// "<method>#<n>": the method the delegate belongs to and its load order.
+  char delegate[64] = {};
+  int32_t profile = -1;       ///< profile the execution ran on
+  int32_t num_profiles = 0;   ///< profiles the delegate's engine carries
+  bool switched = false;      ///< a profile change happened for this execution
+  bool pin_ignored = false;   ///< a pin was ignored by a static one-profile engine
+  bool ok = false;            ///< the execution succeeded
+};
+
+class ExecutionReport {
+ public:
+  static constexpr size_t kCapacity = 64;
+
+  ExecutionReport() noexcept;
+  ~ExecutionReport();
+  ExecutionReport(const ExecutionReport&) = delete;
+  ExecutionReport& operator=(const ExecutionReport&) = delete;
+
+  /// Records made while this report was the innermost one on its thread, oldest first.
+  struct Entries {
+    const ExecutionRecord* data;
+    size_t count;
+    const ExecutionRecord* begin() const { return data; }
+    const ExecutionRecord* end() const { return data + count; }
+    size_t size() const { return count; }
+    const ExecutionRecord& operator[](size_t i) const { return data[i]; }
+  };
+  Entries entries() const noexcept { return {records_, count_ < kCapacity ? count_ : kCapacity}; }
+  /// Executions recorded, including any beyond kCapacity that were not kept.
+  size_t total() const noexcept { return count_; }
+  /// Profile changes among the recorded executions.
+  size_t switches() const noexcept { return switches_; }
+  void clear() noexcept { count_ = 0; switches_ = 0; }
+
+  /// Internal: called by the delegate after each execution.
+  void record(const ExecutionRecord& r) noexcept;
+  /// The innermost live report on this thread, or nullptr.
+  static ExecutionReport* current() noexcept;
+
+ private:
+  ExecutionRecord records_[kCapacity];
+  size_t count_ = 0;
+  size_t switches_ = 0;
+  ExecutionReport* previous_;
+};
+
+/// The message of the most recent refusal by an etrt delegate on this thread
+/// (empty if none). ExecuTorch returns only an error code from forward(); this
+/// is the explanation, which is also logged with ET_LOG.
+const char* last_error_message() noexcept;
+
+}  // namespace etrt

@@ -1,0 +1,225 @@
+#include "backend/delegate_executor.h"
+
+#include <cstring>
+
+#include <executorch/runtime/core/exec_aten/util/tensor_util.h>
+
+#include "backend/diagnostics.h"
+#include "etrt/profile_guard.h"
+#include "etrt/report.h"
+
+namespace etrt::backend {
+
+using executorch::aten::ScalarType;
+using executorch::aten::Tensor;
+using executorch::runtime::Error;
+using executorch::runtime::EValue;
+using executorch::runtime::Span;
+
+namespace {
+
+ScalarType scalar_type_of(engine::DataType t) {
+  switch (t) {
+    case engine::DataType::kFloat32:
+      return ScalarType::Float;
+    case engine::DataType::kFloat16:
+      return ScalarType::Half;
+    case engine::DataType::kBFloat16:
+      return ScalarType::BFloat16;
+    case engine::DataType::kInt8:
+      return ScalarType::Char;
+    case engine::DataType::kUInt8:
+      return ScalarType::Byte;
+    case engine::DataType::kInt32:
+      return ScalarType::Int;
+    case engine::DataType::kInt64:
+      return ScalarType::Long;
+    case engine::DataType::kBool:
+      return ScalarType::Bool;
+  }
+  return ScalarType::Undefined;
+}
+
+// Writes "[a,b,c]" into `out` (fixed buffer; no allocation).
+const char* format_shape(const Shape& s, char (&out)[128]) {
+  size_t n = 0;
+  out[n++] = '[';
+  for (int32_t i = 0; i < s.rank && n < sizeof(out) - 24; ++i) {
+    n += static_cast<size_t>(std::snprintf(out + n, sizeof(out) - n, i ? ",%lld" : "%lld", static_cast<long long>(s.d[i])));
+  }
+  out[n++] = ']';
+  out[n] = '\0';
+  return out;
+}
+
+// Finishes an execution: counters, the thread's report, and the error code.
+Error finish(DelegateState& state, int32_t profile, bool switched, bool pin_ignored, Error status) {
+  if (ExecutionReport* report = ExecutionReport::current()) {
+    ExecutionRecord record;
+    std::strncpy(record.delegate, state.name, sizeof(record.delegate) - 1);
+    record.profile = profile;
+    record.num_profiles = state.table.num_profiles();
+    record.switched = switched;
+    record.pin_ignored = pin_ignored;
+    record.ok = status == Error::Ok;
+    report->record(record);
+  }
+  if (status == Error::Ok) {
+    ++state.executions;
+    counters().executions.fetch_add(1, std::memory_order_relaxed);
+    counters().last_profile.store(profile, std::memory_order_relaxed);
+  }
+  return status;
+}
+
+// Gathers the call's tensors (inputs, then outputs; non-tensor arguments such
+// as SymInts are skipped) into state.arg_tensors.
+bool collect_tensors(DelegateState& state, Span<EValue*> args) {
+  const size_t want = state.inputs.size() + state.outputs.size();
+  size_t found = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == nullptr || !args[i]->isTensor()) continue;
+    if (found < want) state.arg_tensors[found] = &args[i]->toTensor();
+    ++found;
+  }
+  if (found != want) {
+    report_error(state.name,
+                 "the call passes %zu tensors, but the engine has %zu inputs and %zu outputs; the .pte and its "
+                 "engine do not match: re-export the model",
+                 found, state.inputs.size(), state.outputs.size());
+    return false;
+  }
+  return true;
+}
+
+bool check_dtype(const DelegateState& state, const IoSlot& slot, const Tensor& t, const char* role) {
+  if (t.scalar_type() == scalar_type_of(slot.dtype)) return true;
+  report_error(state.name, "%s '%s' is %s in the engine, but the tensor passed has ExecuTorch scalar type %d; pass a %s tensor",
+               role, slot.name.c_str(), engine::to_string(slot.dtype), static_cast<int>(t.scalar_type()),
+               engine::to_string(slot.dtype));
+  return false;
+}
+
+}  // namespace
+
+Error execute_delegate(DelegateState& state, Span<EValue*> args) {
+  std::lock_guard<std::mutex> lock(state.mutex);
+  clear_last_error();
+
+  ProfileRequest request = current_profile_request();
+  if (request.kind == ProfileRequest::Kind::kDefault) request = state.options.default_request();
+
+  if (!collect_tensors(state, args)) return finish(state, -1, false, false, Error::InvalidArgument);
+
+  const size_t n_in = state.inputs.size();
+  for (size_t i = 0; i < n_in; ++i) {
+    const Tensor& t = *state.arg_tensors[i];
+    if (!check_dtype(state, state.inputs[i], t, "input")) return finish(state, -1, false, false, Error::InvalidArgument);
+    const auto sizes = t.sizes();
+    if (sizes.size() > static_cast<size_t>(kMaxRank)) {
+      report_error(state.name, "input '%s' has rank %zu; TensorRT accepts at most %d dimensions",
+                   state.inputs[i].name.c_str(), sizes.size(), kMaxRank);
+      return finish(state, -1, false, false, Error::InvalidArgument);
+    }
+    Shape& shape = state.input_shapes[i];
+    shape.rank = static_cast<int32_t>(sizes.size());
+    for (size_t d = 0; d < sizes.size(); ++d) shape.d[d] = sizes[d];
+  }
+
+  const Span<const Shape> shapes(state.input_shapes.data(), n_in);
+  profile::Choice choice;
+  if (!profile::choose_profile(state.table, request, state.active_profile,
+                               etrt::Span<const Shape>(state.input_shapes.data(), n_in), &choice,
+                               &state.diagnostic) ||
+      !profile::validate_shapes(state.table, choice.profile, etrt::Span<const Shape>(state.input_shapes.data(), n_in),
+                                &state.diagnostic)) {
+    report_error(state.name, "%s", state.diagnostic.text);
+    return finish(state, -1, false, false, Error::InvalidArgument);
+  }
+  (void)shapes;
+  const int32_t chosen = choice.profile;
+
+  // Validation passed: from here on the engine's state changes.
+  engine::StreamHandle stream = nullptr;
+  engine::ExecutionContext* context = nullptr;
+  bool switched = false;
+  if (state.options.strategy == ProfileStrategy::kContextPerProfile && state.contexts.size() > 1) {
+    context = state.contexts[static_cast<size_t>(chosen)].get();
+    switched = chosen != state.active_profile;
+  } else {
+    context = state.contexts[0].get();
+    if (context->optimization_profile() != chosen) {
+      if (!context->set_optimization_profile(chosen, stream)) {
+        report_error(state.name, "switching from profile %d to profile %d failed: %s", context->optimization_profile(),
+                     chosen, context->last_error());
+        return finish(state, chosen, false, choice.pin_ignored, Error::Internal);
+      }
+      switched = true;
+    }
+  }
+  if (switched) {
+    log_info("TensorRT delegate %s: profile %d -> %d", state.name, state.active_profile, chosen);
+    state.active_profile = chosen;
+    ++state.switches;
+    counters().switches.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  for (size_t i = 0; i < n_in; ++i) {
+    if (!context->set_input_shape(state.inputs[i].engine_index, state.input_shapes[i])) {
+      char text[128];
+      report_error(state.name, "the engine refused shape %s for input '%s' under profile %d: %s",
+                   format_shape(state.input_shapes[i], text), state.inputs[i].name.c_str(), chosen, context->last_error());
+      return finish(state, chosen, switched, choice.pin_ignored, Error::InvalidArgument);
+    }
+  }
+
+  for (size_t o = 0; o < state.outputs.size(); ++o) {
+    const IoSlot& slot = state.outputs[o];
+    Tensor& out = *state.arg_tensors[n_in + o];
+    if (!check_dtype(state, slot, out, "output")) return finish(state, chosen, switched, choice.pin_ignored, Error::InvalidArgument);
+    if (state.output_capacity[o] < 0) state.output_capacity[o] = static_cast<int64_t>(out.numel());
+
+    Shape inferred;
+    char text[128];
+    if (!context->tensor_shape(slot.engine_index, &inferred) || inferred.numel() < 0) {
+      report_error(state.name, "the engine could not infer the shape of output '%s' under profile %d: %s",
+                   slot.name.c_str(), chosen, context->last_error());
+      return finish(state, chosen, switched, choice.pin_ignored, Error::Internal);
+    }
+    if (inferred.numel() > state.output_capacity[o]) {
+      report_error(state.name,
+                   "output '%s' would have shape %s (%lld elements) under profile %d, but ExecuTorch planned room for "
+                   "%lld elements; export the model with an upper bound that covers every profile's largest output",
+                   slot.name.c_str(), format_shape(inferred, text), static_cast<long long>(inferred.numel()), chosen,
+                   static_cast<long long>(state.output_capacity[o]));
+      return finish(state, chosen, switched, choice.pin_ignored, Error::InvalidArgument);
+    }
+    executorch::aten::SizesType sizes[kMaxRank];
+    for (int32_t d = 0; d < inferred.rank; ++d) sizes[d] = static_cast<executorch::aten::SizesType>(inferred.d[d]);
+    const Error resized = executorch::runtime::resize_tensor(
+        out, executorch::aten::ArrayRef<executorch::aten::SizesType>(sizes, static_cast<size_t>(inferred.rank)));
+    if (resized != Error::Ok) {
+      report_error(state.name, "ExecuTorch refused to resize output '%s' to %s (error %d); the output is static or "
+                   "its planned bound is smaller: re-export with a dynamic upper bound covering every profile",
+                   slot.name.c_str(), format_shape(inferred, text), static_cast<int>(resized));
+      return finish(state, chosen, switched, choice.pin_ignored, Error::InvalidArgument);
+    }
+  }
+
+  for (size_t k = 0; k < n_in + state.outputs.size(); ++k) {
+    const IoSlot& slot = k < n_in ? state.inputs[k] : state.outputs[k - n_in];
+    Tensor& t = *state.arg_tensors[k];
+    if (!context->set_tensor_address(slot.engine_index, t.mutable_data_ptr())) {
+      report_error(state.name, "binding '%s' failed: %s", slot.name.c_str(), context->last_error());
+      return finish(state, chosen, switched, choice.pin_ignored, Error::Internal);
+    }
+  }
+
+  if (!context->enqueue(stream)) {
+    report_error(state.name, "the engine failed to run under profile %d: %s", chosen, context->last_error());
+    return finish(state, chosen, switched, choice.pin_ignored, Error::Internal);
+  }
+  return finish(state, chosen, switched, choice.pin_ignored, Error::Ok);
+}
+
+}  // namespace etrt::backend

@@ -1,0 +1,68 @@
+#pragma once
+// The private per-delegate state behind ExecuTorch's DelegateHandle. Nothing
+// outside src/backend sees it: the layout can change without touching any
+// public header (the RFC's review asked for EngineHandle to stay private).
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <executorch/runtime/core/exec_aten/exec_aten.h>
+
+#include "backend/device.h"
+#include "backend/load_options.h"
+#include "common/shape.h"
+#include "engine/engine.h"
+#include "profile/profile_table.h"
+#include "profile/selection.h"
+
+namespace etrt::backend {
+
+// One delegate argument bound to one engine IO tensor.
+struct IoSlot {
+  std::string name;
+  int32_t engine_index = -1;
+  engine::DataType dtype = engine::DataType::kFloat32;
+};
+
+struct DelegateState {
+  // "<method>#<n>", used in every message and report.
+  char name[64] = {};
+  LoadOptions options;
+
+  // Serializes executions of this delegate: the contexts below are not
+  // reentrant, and the profile bookkeeping must match what the engine did.
+  std::mutex mutex;
+
+  // Declaration order is destruction order reversed: contexts die before the
+  // scratch memory they run in, which dies before the engine.
+  std::unique_ptr<engine::Engine> engine;
+  DeviceBuffer scratch;
+  // kSwitch: one context. kContextPerProfile: contexts[p] is bound to profile p.
+  std::vector<std::unique_ptr<engine::ExecutionContext>> contexts;
+
+  profile::ProfileTable table;
+  std::vector<IoSlot> inputs;
+  std::vector<IoSlot> outputs;
+
+  // Per-execution scratch, sized once at init so execute() never allocates.
+  std::vector<Shape> input_shapes;
+  // The tensor arguments of the current call: inputs, then outputs.
+  std::vector<executorch::aten::Tensor*> arg_tensors;
+  // Capacity (elements) ExecuTorch planned for each output, captured the
+  // first time the output is seen, while it still has its upper-bound shape.
+  std::vector<int64_t> output_capacity;
+  DeviceStaging staging;
+
+  // The profile the last successful switch (or the last execution) left the
+  // engine on; what kStickyFirstFit keeps.
+  int32_t active_profile = 0;
+  uint64_t executions = 0;
+  uint64_t switches = 0;
+
+  profile::Diagnostic diagnostic;
+};
+
+}  // namespace etrt::backend

@@ -1,0 +1,63 @@
+#include "backend/diagnostics.h"
+
+#include <cstdio>
+
+#include <executorch/runtime/platform/log.h>
+
+namespace etrt {
+namespace {
+
+constexpr size_t kMaxMessage = 8192;
+thread_local char t_last_error[kMaxMessage] = {};
+thread_local ExecutionReport* t_current_report = nullptr;
+
+}  // namespace
+
+const char* last_error_message() noexcept { return t_last_error; }
+
+ExecutionReport::ExecutionReport() noexcept : previous_(t_current_report) { t_current_report = this; }
+ExecutionReport::~ExecutionReport() { t_current_report = previous_; }
+ExecutionReport* ExecutionReport::current() noexcept { return t_current_report; }
+
+void ExecutionReport::record(const ExecutionRecord& r) noexcept {
+  if (count_ < kCapacity) records_[count_] = r;
+  ++count_;
+  if (r.switched) ++switches_;
+}
+
+namespace backend {
+
+void clear_last_error() noexcept { t_last_error[0] = '\0'; }
+
+void report_error(const char* delegate, const char* format, ...) {
+  int n = std::snprintf(t_last_error, kMaxMessage, "TensorRT delegate %s: ", delegate);
+  if (n < 0) n = 0;
+  if (static_cast<size_t>(n) < kMaxMessage) {
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(t_last_error + n, kMaxMessage - static_cast<size_t>(n), format, args);
+    va_end(args);
+  }
+  ET_LOG(Error, "%s", t_last_error);
+}
+
+void log_info(const char* format, ...) {
+  char line[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(line, sizeof(line), format, args);
+  va_end(args);
+  ET_LOG(Info, "%s", line);
+}
+
+}  // namespace backend
+}  // namespace etrt
+
+namespace etrt::backend {
+
+Counters& counters() noexcept {
+  static Counters instance;
+  return instance;
+}
+
+}  // namespace etrt::backend

@@ -1,0 +1,142 @@
+// ExecuTorch glue: the BackendInterface registered as "TensorRTBackend".
+// Only the three lifecycle calls and the option calls live here; loading is in
+// delegate_loader.cpp and one execution in delegate_executor.cpp.
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include <executorch/runtime/backend/interface.h>
+#include <executorch/runtime/platform/log.h>
+
+#include "backend/delegate_executor.h"
+#include "backend/delegate_loader.h"
+#include "backend/diagnostics.h"
+#include "etrt/options.h"
+
+namespace etrt::backend {
+namespace {
+
+using executorch::runtime::ArrayRef;
+using executorch::runtime::BackendExecutionContext;
+using executorch::runtime::BackendInitContext;
+using executorch::runtime::BackendOption;
+using executorch::runtime::BackendOptionContext;
+using executorch::runtime::CompileSpec;
+using executorch::runtime::DelegateHandle;
+using executorch::runtime::Error;
+using executorch::runtime::EValue;
+using executorch::runtime::FreeableBuffer;
+using executorch::runtime::kMaxOptionValueLength;
+using executorch::runtime::Result;
+using executorch::runtime::Span;
+
+bool read_load_options(const BackendInitContext& context, LoadOptions* options, std::string* error) {
+  for (const BackendOption& option : context.runtime_specs()) {
+    RawOption raw{option.key, RawOption::Kind::kBool, false, 0, ""};
+    if (const bool* b = std::get_if<bool>(&option.value)) {
+      raw.bool_value = *b;
+    } else if (const int* i = std::get_if<int>(&option.value)) {
+      raw.kind = RawOption::Kind::kInt;
+      raw.int_value = *i;
+    } else if (const auto* s = std::get_if<std::array<char, kMaxOptionValueLength>>(&option.value)) {
+      raw.kind = RawOption::Kind::kString;
+      raw.string_value = s->data();
+    }
+    if (!apply_load_option(raw, options, error)) return false;
+  }
+  return true;
+}
+
+class TensorRTBackend final : public executorch::runtime::BackendInterface {
+ public:
+  bool is_available() const override { return true; }
+
+  Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* processed,
+                               ArrayRef<CompileSpec> /*compile_specs*/) const override {
+    // Profile choice is runtime state; nothing about it is read from compile specs.
+    static std::atomic<int> next_ordinal{0};
+    char name[64];
+    const char* method = context.get_method_name() ? context.get_method_name() : "?";
+    std::snprintf(name, sizeof(name), "%s#%d", method, next_ordinal.fetch_add(1));
+
+    LoadOptions options;
+    std::string error;
+    if (!read_load_options(context, &options, &error)) {
+      report_error(name, "%s", error.c_str());
+      return Error::InvalidArgument;
+    }
+
+    // The handle lives in the method's runtime allocator, as ExecuTorch
+    // expects; its destructor runs in destroy().
+    auto* state = context.get_runtime_allocator()->allocateInstance<DelegateState>();
+    if (state == nullptr) {
+      report_error(name, "the runtime allocator has no room for the delegate state (%zu bytes)", sizeof(DelegateState));
+      return Error::MemoryAllocationFailed;
+    }
+    new (state) DelegateState();
+    std::memcpy(state->name, name, sizeof(name));
+    state->options = options;
+
+    if (!load_delegate(processed->data(), processed->size(), state, &error)) {
+      report_error(name, "%s", error.c_str());
+      state->~DelegateState();
+      return Error::InvalidProgram;
+    }
+    // The engine holds its own copy now; give the program's copy back.
+    processed->Free();
+    return state;
+  }
+
+  Error execute(BackendExecutionContext& /*context*/, DelegateHandle* handle, Span<EValue*> args) const override {
+    return execute_delegate(*static_cast<DelegateState*>(handle), args);
+  }
+
+  void destroy(DelegateHandle* handle) const override {
+    if (handle != nullptr) static_cast<DelegateState*>(handle)->~DelegateState();
+  }
+
+  Error get_option(BackendOptionContext& /*context*/, Span<BackendOption>& options) override {
+    for (BackendOption& option : options) {
+      if (std::strcmp(option.key, kCounterProfileSwitches) == 0) {
+        option.value = static_cast<int>(counters().switches.load());
+      } else if (std::strcmp(option.key, kCounterExecutions) == 0) {
+        option.value = static_cast<int>(counters().executions.load());
+      } else if (std::strcmp(option.key, kCounterLastProfile) == 0) {
+        option.value = static_cast<int>(counters().last_profile.load());
+      } else {
+        ET_LOG(Error, "TensorRTBackend has no option '%s'; readable: %s, %s, %s", option.key, kCounterProfileSwitches,
+               kCounterExecutions, kCounterLastProfile);
+        return Error::NotFound;
+      }
+    }
+    return Error::Ok;
+  }
+
+  Error set_option(BackendOptionContext& /*context*/, const Span<BackendOption>& options) override {
+    for (const BackendOption& option : options) {
+      ET_LOG(Error,
+             "TensorRTBackend has no process-wide option '%s'; profile choice is per execution "
+             "(etrt::OptimizationProfileGuard) or per module (load options, etrt/options.h)",
+             option.key);
+      return Error::NotSupported;
+    }
+    return Error::Ok;
+  }
+};
+
+TensorRTBackend g_backend;
+
+const Error g_registered = [] {
+  const Error status = executorch::runtime::register_backend({kBackendId, &g_backend});
+  if (status != Error::Ok) {
+    ET_LOG(Error, "etrt: registering backend '%s' failed (error %d); another library already registered it",
+           kBackendId, static_cast<int>(status));
+  }
+  return status;
+}();
+
+}  // namespace
+}  // namespace etrt::backend

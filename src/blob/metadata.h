@@ -1,0 +1,94 @@
+#pragma once
+// The JSON metadata a TensorRT delegate blob carries, as plain values.
+//
+// The first six fields are Torch-TensorRT's and must keep meaning what they
+// mean there; `profile_signature` is etrt's addition (DESIGN.md decision 10)
+// and is absent from every blob Torch-TensorRT writes. docs/blob-format.md is
+// the reference for each field.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace etrt::blob {
+
+// Upstream's readers give an aliased_io entry without "kind" this kind, the
+// one TensorRT enforces for KV-cache updates; we do the same.
+inline constexpr const char* kAliasKindKvCacheUpdate = "kv_cache_update";
+
+// One engine input or output, in the delegate's argument order.
+struct IoBinding {
+  std::string name;               // the TensorRT tensor name; never empty
+  std::string dtype;              // informational; upstream often leaves it ""
+  std::vector<int64_t> shape;     // informational; upstream often leaves it [], -1 marks a dynamic dim
+  bool is_input = true;           // upstream's Python default
+};
+
+// An engine output that TensorRT writes in place into one of the inputs.
+struct AliasedIo {
+  std::string output;
+  std::string input;
+  std::string kind = kAliasKindKvCacheUpdate;
+};
+
+// One input's bounds in one optimization profile.
+struct ProfileBounds {
+  std::vector<int64_t> min, opt, max;
+};
+
+struct SignatureInput {
+  std::string name;                     // an input binding's name
+  std::vector<ProfileBounds> profiles;  // exactly num_profiles entries, by profile index
+};
+
+// A named symbolic dimension of the exported program (e.g. "seq_len"), where
+// it lands in this engine, and its [lo, hi] range in each profile.
+struct SymbolicDim {
+  std::string name;
+  std::string input;
+  int32_t dim = 0;
+  std::vector<std::pair<int64_t, int64_t>> ranges;  // exactly num_profiles entries
+};
+
+// What profile index i means for this engine, persisted so an exporter can
+// check that index i means the same regime in every delegate of a program.
+struct ProfileSignature {
+  int32_t num_profiles = 1;
+  std::vector<SignatureInput> inputs;
+  std::vector<SymbolicDim> symbolic_dims;
+};
+
+struct Metadata {
+  std::vector<IoBinding> io_bindings;  // all inputs, then all outputs
+  std::vector<AliasedIo> aliased_io;   // non-empty makes the writer emit TR02
+  bool hardware_compatible = false;
+  int64_t device_id = 0;
+  std::string serialized_metadata;
+  std::string target_platform;
+  std::optional<ProfileSignature> profile_signature;  // omitted from the JSON when absent
+
+  size_t num_inputs() const;
+  size_t num_outputs() const;
+};
+
+bool operator==(const IoBinding& a, const IoBinding& b);
+bool operator==(const AliasedIo& a, const AliasedIo& b);
+bool operator==(const ProfileBounds& a, const ProfileBounds& b);
+bool operator==(const SignatureInput& a, const SignatureInput& b);
+bool operator==(const SymbolicDim& a, const SymbolicDim& b);
+bool operator==(const ProfileSignature& a, const ProfileSignature& b);
+bool operator==(const Metadata& a, const Metadata& b);
+inline bool operator!=(const Metadata& a, const Metadata& b) { return !(a == b); }
+
+// Checks everything about `metadata` that the reader refuses beyond JSON
+// types: binding names non-empty, valid UTF-8 and unique; inputs before
+// outputs; aliases naming an output and an input; a well-formed profile
+// signature. On failure returns false and sets *error (when non-null) to a
+// message starting "TensorRT blob: ". parse_blob runs it on every blob and
+// write_blob refuses metadata that fails it, so what one writes the other reads.
+bool validate_metadata(const Metadata& metadata, std::string* error);
+
+}  // namespace etrt::blob

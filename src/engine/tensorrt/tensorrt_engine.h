@@ -1,0 +1,32 @@
+#pragma once
+// The TensorRT implementation of the engine seam (engine/engine.h), built only
+// when ETRT_WITH_TENSORRT is on. This header needs neither NvInfer nor CUDA, so
+// src/engine/factory.cpp can include it under `#if ETRT_WITH_TENSORRT` without
+// picking up TensorRT's include paths. See docs/tensorrt.md.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+
+namespace etrt::engine::tensorrt {
+
+// Deserializes a TensorRT plan (the engine bytes of a TR01/TR02 blob) on the
+// current CUDA device, which the caller has already made `device_id`; the
+// adapter records `device_id` and checks it is current. TensorRT copies what
+// it needs, so `data` may be freed once this returns.
+//
+// Refuses, with the reason in `*error`, a plan TensorRT cannot load and an
+// engine with an IO tensor etrt cannot bind: an element type outside
+// engine::DataType (FP8, INT4, FP4, E8M0) or a non-linear (vectorized) layout.
+// Shape-tensor inputs are described (TensorDesc::is_shape_tensor), not
+// refused: the backend refuses them with its own message.
+//
+// The returned engine's contexts share ownership of the TensorRT runtime and
+// engine, so TensorRT's order (runtime outlives engine outlives contexts) holds
+// whatever order the caller destroys them in.
+std::unique_ptr<Engine> deserialize(const void* data, size_t size, int64_t device_id, std::string* error);
+
+}  // namespace etrt::engine::tensorrt
