@@ -133,7 +133,7 @@ Error execute_delegate(DelegateState& state, Span<EValue*> args) {
                                &state.diagnostic) ||
       !profile::validate_shapes(state.table, choice.profile, etrt::Span<const Shape>(state.input_shapes.data(), n_in),
                                 &state.diagnostic)) {
-    report_error(state.name, "%s", state.diagnostic.text);
+    report_error(state.name, "%s", state.diagnostic.c_str());
     return finish(state, -1, false, false, Error::InvalidArgument);
   }
   (void)shapes;

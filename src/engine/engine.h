@@ -46,6 +46,8 @@ enum class DataType : uint8_t {
 size_t element_size(DataType t);
 // "float32", "int64", ... (the spelling Torch-TensorRT uses in its blobs).
 const char* to_string(DataType t);
+// The inverse of to_string: false (and *out untouched) for any other spelling.
+bool parse_data_type(const std::string& text, DataType* out);
 
 struct TensorDesc {
   std::string name;

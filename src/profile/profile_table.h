@@ -8,17 +8,16 @@
 // second, smaller array holding only the dimensions that distinguish profiles
 // (the ones selection compares, DESIGN decision 9).
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/shape.h"
 #include "etrt/profile_guard.h"
 
 namespace etrt::profile {
-
-class Diagnostic;
-struct Choice;
 
 /// One engine input's bounds as the engine reports them: for each profile
 /// p in [0, num_profiles), min[p] <= opt[p] <= max[p] dimension by dimension.
@@ -89,11 +88,7 @@ class ProfileTable {
     uint64_t span;
   };
 
-  friend bool choose_profile(const ProfileTable& table, const ProfileRequest& request, int32_t active_profile,
-                             Span<const Shape> input_shapes, Choice* chosen, Diagnostic* why) noexcept;
-  friend bool validate_shapes(const ProfileTable& table, int32_t profile, Span<const Shape> input_shapes,
-                              Diagnostic* why) noexcept;
-  friend struct TableAccess;  // selection.cpp's message helpers
+  friend struct SelectionAccess;  // selection.cpp: the per-execution paths read the flat arrays directly
 
   int32_t num_profiles_ = 0;
   size_t total_dims_ = 0;          // sum of ranks: the stride of ranges_ and opt_ per profile
@@ -103,7 +98,15 @@ class ProfileTable {
   std::vector<Range> ranges_;       // [profile * total_dims_ + offsets_[input] + dim]
   std::vector<int64_t> opt_;        // same indexing; cold, kept for bounds() and messages
   std::vector<DimRef> keys_;        // distinguishing dimensions
+  // Byte offset of each key's value inside the input_shapes array
+  // (input * sizeof(Shape) + offsetof(Shape, d) + dim * 8): one load per key
+  // instead of an index computation, on the path every execution takes.
+  std::vector<size_t> key_offsets_;
   std::vector<Range> key_ranges_;   // [profile * keys_.size() + key]
+  // The other dimensions are fixed to one value in every profile; once the
+  // keys placed an execution in a profile, only these remain to validate.
+  std::vector<size_t> fixed_offsets_;  // byte offsets, as key_offsets_
+  std::vector<int64_t> fixed_values_;
   std::string label_;
 };
 

@@ -1,0 +1,31 @@
+"""etrt: the export side of the etrt TensorRT delegate for ExecuTorch.
+
+Pure Python, no PyTorch. Submodules:
+
+* :mod:`etrt.pte` -- write ExecuTorch ``.pte`` programs made of delegate calls
+  (``Program``), read them back (``read_pte``), and a JSON spec front door
+  (``python -m etrt.pte --spec spec.json --out model.pte``).
+
+The names of :mod:`etrt.pte` are also available here (``etrt.Program``,
+``etrt.read_pte``, ...), loaded on first use so that ``python -m etrt.pte``
+does not import the module twice.
+"""
+
+__version__ = "0.1.0"
+
+_PTE_NAMES = frozenset({
+    "DTYPES", "FILE_IDENTIFIER", "Method", "PteError", "Program", "Toolchain",
+    "ToolchainError", "describe_value", "find_toolchain", "load_spec",
+    "program_from_spec", "read_pte", "verify_pte_bytes",
+})
+
+
+def __getattr__(name):  # PEP 562: lazy re-export of etrt.pte
+    if name in _PTE_NAMES:
+        from . import pte
+        return getattr(pte, name)
+    raise AttributeError(f"module 'etrt' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_PTE_NAMES))

@@ -1,0 +1,215 @@
+#include "engine/reference/builder.h"
+
+#include "engine/reference/format.h"
+#include "engine/reference/model.h"
+
+namespace etrt::engine::reference {
+
+namespace {
+
+bool is_static(const Shape& s) {
+  for (int32_t i = 0; i < s.rank; ++i)
+    if (s.d[i] < 0) return false;
+  return true;
+}
+
+std::vector<uint8_t> failed(std::string* error, std::string message) {
+  if (error != nullptr) *error = "reference engine builder: " + std::move(message);
+  return {};
+}
+
+}  // namespace
+
+Builder::Builder(std::string label) : label_(std::move(label)) {}
+
+void Builder::note_error(std::string message) {
+  if (first_error_.empty()) first_error_ = std::move(message);
+}
+
+Builder& Builder::add_input(const std::string& name, DataType dtype, const Shape& shape) {
+  io_.push_back({name, true, dtype, shape});
+  return *this;
+}
+
+Builder& Builder::add_output(const std::string& name, DataType dtype, const Shape& shape) {
+  io_.push_back({name, false, dtype, shape});
+  return *this;
+}
+
+Builder& Builder::mark_shape_tensor(const std::string& input) {
+  for (IoSpec& t : io_)
+    if (t.is_input && t.name == input) {
+      t.is_shape_tensor = true;
+      return *this;
+    }
+  note_error("mark_shape_tensor('" + input + "'): no input of that name has been added");
+  return *this;
+}
+
+int32_t Builder::add_profile() { return num_profiles_++; }
+
+Builder& Builder::set_profile_shape(int32_t profile, const std::string& input, const Shape& min, const Shape& opt,
+                                    const Shape& max) {
+  if (profile < 0 || profile >= num_profiles_)
+    note_error("set_profile_shape(" + std::to_string(profile) + ", '" + input +
+               "'): no such profile; add_profile() "
+               "has been called " +
+               std::to_string(num_profiles_) + " time(s)");
+  bounds_.push_back({profile, input, min, opt, max});
+  return *this;
+}
+
+Builder& Builder::add_constant(const std::string& name, const Shape& shape, std::vector<float> values) {
+  constants_.push_back({name, shape, std::move(values)});
+  return *this;
+}
+
+Builder& Builder::embedding(const std::string& ids, const std::string& table, const std::string& output) {
+  ops_.push_back({OpSpecKind::kEmbedding, ids, table, output});
+  return *this;
+}
+
+Builder& Builder::add(const std::string& a, const std::string& b, const std::string& output) {
+  ops_.push_back({OpSpecKind::kAdd, a, b, output});
+  return *this;
+}
+
+Builder& Builder::scale(const std::string& input, float factor, const std::string& output) {
+  ops_.push_back({OpSpecKind::kScale, input, "", output, factor});
+  return *this;
+}
+
+Builder& Builder::matmul(const std::string& input, const std::string& weight, const std::string& output) {
+  ops_.push_back({OpSpecKind::kMatMul, input, weight, output});
+  return *this;
+}
+
+Builder& Builder::identity(const std::string& input, const std::string& output) {
+  ops_.push_back({OpSpecKind::kIdentity, input, "", output});
+  return *this;
+}
+
+Builder& Builder::set_switch_cost_ns(int64_t ns) {
+  switch_cost_ns_ = ns;
+  return *this;
+}
+
+Builder& Builder::set_device_memory_size(uint64_t bytes) {
+  device_memory_size_ = bytes;
+  return *this;
+}
+
+Builder& Builder::set_tracing(bool enabled) {
+  tracing_ = enabled;
+  return *this;
+}
+
+std::vector<uint8_t> Builder::build(std::string* error) const {
+  if (!first_error_.empty()) return failed(error, first_error_);
+  Model m;
+  m.label = label_;
+  m.switch_cost_ns = switch_cost_ns_;
+  m.requested_device_memory = device_memory_size_;
+  m.tracing = tracing_;
+  for (const IoSpec& t : io_) {
+    TensorDesc d;
+    d.name = t.name;
+    d.is_input = t.is_input;
+    d.dtype = t.dtype;
+    d.shape = t.shape;
+    d.is_shape_tensor = t.is_shape_tensor;
+    m.io.push_back(std::move(d));
+  }
+  for (const ConstantSpec& c : constants_) m.constants.push_back({c.name, c.shape, c.values});
+
+  // Profiles: explicit bounds first, then the implicit ones of static inputs; anything left unset is an error.
+  const std::vector<int32_t> ordinals = m.input_ordinals();
+  const int32_t n_inputs = m.num_inputs();
+  int32_t n_profiles = num_profiles_;
+  if (n_profiles == 0) {
+    for (const TensorDesc& t : m.io)
+      if (t.is_input && !is_static(t.shape))
+        return failed(error, "input '" + t.name + "' " + shape_to_string(t.shape) +
+                                 " has dynamic dims, so the engine needs add_profile() and set_profile_shape()");
+    n_profiles = 1;
+  }
+  m.profiles.assign(static_cast<size_t>(n_profiles), std::vector<InputRange>(static_cast<size_t>(n_inputs)));
+  std::vector<std::vector<bool>> have(static_cast<size_t>(n_profiles), std::vector<bool>(m.io.size(), false));
+  for (const BoundsSpec& b : bounds_) {
+    int32_t io_index = -1;
+    for (size_t i = 0; i < m.io.size(); ++i)
+      if (m.io[i].is_input && m.io[i].name == b.input) io_index = static_cast<int32_t>(i);
+    if (io_index < 0)
+      return failed(error,
+                    "set_profile_shape(" + std::to_string(b.profile) + ", '" + b.input + "'): no input of that name");
+    const auto p = static_cast<size_t>(b.profile);
+    if (have[p][static_cast<size_t>(io_index)])
+      return failed(error, "set_profile_shape(" + std::to_string(b.profile) + ", '" + b.input + "') called twice");
+    have[p][static_cast<size_t>(io_index)] = true;
+    m.profiles[p][static_cast<size_t>(ordinals[static_cast<size_t>(io_index)])] = {b.min, b.opt, b.max};
+  }
+  for (size_t p = 0; p < m.profiles.size(); ++p)
+    for (size_t i = 0; i < m.io.size(); ++i) {
+      const TensorDesc& t = m.io[i];
+      if (!t.is_input || have[p][i]) continue;
+      if (!is_static(t.shape))
+        return failed(error, "profile " + std::to_string(p) + " has no bounds for input '" + t.name + "' " +
+                                 shape_to_string(t.shape) + "; call set_profile_shape");
+      m.profiles[p][static_cast<size_t>(ordinals[i])] = {t.shape, t.shape, t.shape};
+    }
+
+  // Ops: resolve names; an unknown output name becomes an intermediate of the dtype the op produces.
+  auto find = [&m](const std::string& name) {
+    for (int32_t id = 0; id < m.num_tensors(); ++id)
+      if (m.tensor_name(id) == name) return id;
+    return -1;
+  };
+  for (size_t k = 0; k < ops_.size(); ++k) {
+    const OpSpec& spec = ops_[k];
+    const std::string where = "op #" + std::to_string(k) + " -> '" + spec.out + "'";
+    Op op;
+    op.factor = spec.factor;
+    op.a = find(spec.a);
+    if (op.a < 0) return failed(error, where + " reads '" + spec.a + "', which is not a tensor");
+    if (!spec.b.empty()) {
+      op.b = find(spec.b);
+      if (op.b < 0) return failed(error, where + " reads '" + spec.b + "', which is not a tensor");
+    }
+    switch (spec.kind) {
+      case OpSpecKind::kEmbedding:
+        op.kind = OpKind::kEmbedding;
+        break;
+      case OpSpecKind::kScale:
+        op.kind = OpKind::kScale;
+        break;
+      case OpSpecKind::kMatMul:
+        op.kind = OpKind::kMatMul;
+        break;
+      case OpSpecKind::kIdentity:
+        op.kind = OpKind::kIdentity;
+        break;
+      case OpSpecKind::kAdd: {
+        // A rank-1 constant on either side is a bias over the other operand's last dim.
+        auto is_bias = [&m](int32_t id) { return m.is_constant(id) && m.constant(id).shape.rank == 1; };
+        if (is_bias(op.a) && !is_bias(op.b)) std::swap(op.a, op.b);
+        op.kind = is_bias(op.b) ? OpKind::kAddBias : OpKind::kAdd;
+        break;
+      }
+    }
+    op.out = find(spec.out);
+    if (op.out < 0) {
+      const DataType produced = op.kind == OpKind::kIdentity ? m.tensor_dtype(op.a) : DataType::kFloat32;
+      m.intermediates.push_back({spec.out, produced});
+      op.out = m.intermediate_id(m.intermediates.size() - 1);
+    }
+    m.ops.push_back(op);
+  }
+
+  std::string why;
+  if (!validate(m, &why)) return failed(error, why);
+  MemoryPlan plan;
+  if (!plan_memory(m, &plan, &why)) return failed(error, why);
+  return serialize(m);
+}
+
+}  // namespace etrt::engine::reference

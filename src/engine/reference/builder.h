@@ -1,0 +1,115 @@
+#pragma once
+// Builds reference engines: declare IO tensors, optimization profiles,
+// constants and ops, then build() validates the graph and returns the
+// serialized engine -- bytes that go wherever a TensorRT plan would (a .pte's
+// TensorRT blob, etrt::engine::deserialize_engine).
+//
+//   Builder b("decoder");
+//   b.add_input("ids", DataType::kInt64, make_shape({1, -1}))
+//    .add_output("logits", DataType::kFloat32, make_shape({1, -1, 4}));
+//   int32_t decode = b.add_profile(), prefill = b.add_profile();
+//   b.set_profile_shape(decode, "ids", make_shape({1, 1}), make_shape({1, 1}), make_shape({1, 1}))
+//    .set_profile_shape(prefill, "ids", make_shape({1, 2}), make_shape({1, 64}), make_shape({1, 128}))
+//    .add_constant("table", make_shape({16, 8}), table_values)
+//    .add_constant("w", make_shape({8, 4}), w_values)
+//    .embedding("ids", "table", "hidden")        // "hidden" becomes an intermediate, in scratch memory
+//    .matmul("hidden", "w", "logits");
+//   std::string error;
+//   std::vector<uint8_t> engine = b.build(&error);   // empty, with the reason, if the graph is invalid
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/shape.h"
+#include "engine/engine.h"
+
+namespace etrt::engine::reference {
+
+class Builder {
+ public:
+  // `label` names the engine in errors and keys its trace (trace.h).
+  explicit Builder(std::string label);
+
+  // IO tensors, in engine order: io indices follow the order of these calls. -1 marks a dynamic dim.
+  Builder& add_input(const std::string& name, DataType dtype, const Shape& shape);
+  Builder& add_output(const std::string& name, DataType dtype, const Shape& shape);
+  // Declares an input a TensorRT shape tensor. No op can read it; it exists so backends can be tested on
+  // refusing such engines.
+  Builder& mark_shape_tensor(const std::string& input);
+
+  // Appends an optimization profile and returns its index. Every input with a dynamic dim needs bounds on every
+  // profile; fully static inputs get min = opt = max = their shape. With no profile added and every input
+  // static, the engine gets one such profile implicitly (as TensorRT does).
+  int32_t add_profile();
+  Builder& set_profile_shape(int32_t profile, const std::string& input, const Shape& min, const Shape& opt,
+                             const Shape& max);
+
+  // A float32 weight, row-major.
+  Builder& add_constant(const std::string& name, const Shape& shape, std::vector<float> values);
+
+  // Ops run in the order added. `output` names a declared output or, on first use, a new intermediate that lives
+  // in the context's scratch memory. Each tensor is written by exactly one op.
+  //   embedding: ids [...] int64/int32, table a constant [V, H]  -> [..., H] float32; an id outside [0, V) fails
+  //              the enqueue
+  //   add:       a + b of one shape, or a + b where b is a constant [H] broadcast over a's last dim
+  //   scale:     a * factor
+  //   matmul:    a [..., K] x weight (a constant [K, N]) -> [..., N]
+  //   identity:  a copy, any dtype
+  Builder& embedding(const std::string& ids, const std::string& table, const std::string& output);
+  Builder& add(const std::string& a, const std::string& b, const std::string& output);
+  Builder& scale(const std::string& input, float factor, const std::string& output);
+  Builder& matmul(const std::string& input, const std::string& weight, const std::string& output);
+  Builder& identity(const std::string& input, const std::string& output);
+
+  // Modeled cost of a profile switch: every successful set_optimization_profile busy-waits this long (0..10 s).
+  Builder& set_switch_cost_ns(int64_t ns);
+  // Scratch memory the engine asks for beyond what its intermediates need (device_memory_size() is the larger of
+  // the two). Every enqueue touches the whole region.
+  Builder& set_device_memory_size(uint64_t bytes);
+  // Whether engines loaded from these bytes record calls in the trace (default on).
+  Builder& set_tracing(bool enabled);
+
+  // The serialized engine, or empty with the reason in *error.
+  std::vector<uint8_t> build(std::string* error) const;
+
+ private:
+  struct IoSpec {
+    std::string name;
+    bool is_input;
+    DataType dtype;
+    Shape shape;
+    bool is_shape_tensor = false;
+  };
+  struct BoundsSpec {
+    int32_t profile;
+    std::string input;
+    Shape min, opt, max;
+  };
+  struct ConstantSpec {
+    std::string name;
+    Shape shape;
+    std::vector<float> values;
+  };
+  enum class OpSpecKind : uint8_t { kEmbedding, kAdd, kScale, kMatMul, kIdentity };
+  struct OpSpec {
+    OpSpecKind kind;
+    std::string a, b, out;
+    float factor = 1.0f;
+  };
+
+  void note_error(std::string message);
+
+  std::string label_;
+  std::vector<IoSpec> io_;
+  int32_t num_profiles_ = 0;
+  std::vector<BoundsSpec> bounds_;
+  std::vector<ConstantSpec> constants_;
+  std::vector<OpSpec> ops_;
+  int64_t switch_cost_ns_ = 0;
+  uint64_t device_memory_size_ = 0;
+  bool tracing_ = true;
+  std::string first_error_;  // misuse seen before build(), reported by it
+};
+
+}  // namespace etrt::engine::reference

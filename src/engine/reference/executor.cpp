@@ -1,0 +1,67 @@
+#include "engine/reference/executor.h"
+
+namespace etrt::engine::reference {
+
+namespace {
+
+const float* as_floats(void* p) { return static_cast<const float*>(p); }
+
+// Product of every dim but the last: the rows a last-dim op (add_bias, matmul) runs over.
+int64_t leading_rows(const Shape& s) {
+  int64_t rows = 1;
+  for (int32_t i = 0; i + 1 < s.rank; ++i) rows *= s.d[i];
+  return rows;
+}
+
+}  // namespace
+
+bool run_ops(const Model& m, Span<void* const> data, Span<const Shape> shapes, const Kernels& kernels,
+             std::string* error) {
+  for (size_t k = 0; k < m.ops.size(); ++k) {
+    const Op& op = m.ops[k];
+    const auto a = static_cast<size_t>(op.a);
+    const auto out = static_cast<size_t>(op.out);
+    const int64_t n = shapes[out].numel();
+    auto* dst = static_cast<float*>(data[out]);
+    switch (op.kind) {
+      case OpKind::kEmbedding: {
+        const Shape& table = shapes[static_cast<size_t>(op.b)];
+        const int64_t count = shapes[a].numel();
+        const int64_t bad =
+            kernels.embedding(data[a], m.tensor_dtype(op.a), count, as_floats(data[op.b]), table.d[0], table.d[1], dst);
+        if (bad >= 0) {
+          const int64_t id = m.tensor_dtype(op.a) == DataType::kInt32 ? static_cast<const int32_t*>(data[a])[bad]
+                                                                      : static_cast<const int64_t*>(data[a])[bad];
+          if (error != nullptr)
+            *error = "op #" + std::to_string(k) + " (embedding '" + m.tensor_name(op.b) + "'): id " +
+                     std::to_string(id) + " at flat position " + std::to_string(bad) + " of '" + m.tensor_name(op.a) +
+                     "' is outside the vocabulary [0, " + std::to_string(table.d[0]) + ")";
+          return false;
+        }
+        break;
+      }
+      case OpKind::kAdd:
+        kernels.add(as_floats(data[a]), as_floats(data[op.b]), dst, n);
+        break;
+      case OpKind::kAddBias: {
+        const int64_t width = shapes[static_cast<size_t>(op.b)].d[0];
+        kernels.add_bias(as_floats(data[a]), as_floats(data[op.b]), dst, leading_rows(shapes[a]), width);
+        break;
+      }
+      case OpKind::kScale:
+        kernels.scale(as_floats(data[a]), op.factor, dst, n);
+        break;
+      case OpKind::kMatMul: {
+        const Shape& w = shapes[static_cast<size_t>(op.b)];
+        kernels.matmul(as_floats(data[a]), as_floats(data[op.b]), dst, leading_rows(shapes[a]), w.d[0], w.d[1]);
+        break;
+      }
+      case OpKind::kIdentity:
+        kernels.copy(data[a], data[out], static_cast<uint64_t>(n) * element_size(m.tensor_dtype(op.out)));
+        break;
+    }
+  }
+  return true;
+}
+
+}  // namespace etrt::engine::reference

@@ -1,0 +1,19 @@
+#pragma once
+// The loop that runs a model's ops: resolves each op's operands to pointers
+// and sizes and calls a Kernels. Knows nothing of contexts, profiles or where
+// the pointers came from, so a CUDA Kernels can reuse it unchanged.
+
+#include <string>
+
+#include "common/shape.h"
+#include "engine/reference/kernels.h"
+#include "engine/reference/model.h"
+
+namespace etrt::engine::reference {
+
+// `data[id]` and `shapes[id]` give every tensor's storage and current shape (from infer_shapes), by tensor id.
+// Fails only on data errors the shapes cannot reveal (an embedding id out of range), naming the op and the value.
+bool run_ops(const Model& model, Span<void* const> data, Span<const Shape> shapes, const Kernels& kernels,
+             std::string* error);
+
+}  // namespace etrt::engine::reference

@@ -1,0 +1,50 @@
+#pragma once
+// The reference engine's serialized form. Little-endian throughout:
+//
+//   header (24 bytes)
+//     0  char[4] magic "ETRF"        never the start of a TensorRT plan
+//     4  u32     format version      kFormatVersion; newer versions are refused
+//     8  u64     payload size        bytes after the header; must match exactly
+//     16 u32     checksum            FNV-1a (32-bit) of the payload
+//     20 u32     reserved            0
+//   payload
+//     str  label                     u32 length + bytes (no terminator)
+//     u8   flags                     bit 0: tracing on
+//     i64  switch cost, ns
+//     u64  requested device memory, bytes
+//     u32  IO count,           then per tensor: str name, u8 is_input, u8 is_shape_tensor, u8 dtype, shape
+//     u32  constant count,     then per constant: str name, shape, u64 value count, f32 values
+//     u32  intermediate count, then per tensor: str name, u8 dtype
+//     u32  profile count,      then per profile, per input in IO order: shape min, shape opt, shape max
+//     u32  op count,           then per op: u8 kind, i32 a, i32 b, i32 out, f32 factor
+//   shape = u8 rank + rank x i64
+//
+// dtype is etrt::engine::DataType's value; op kinds are OpKind's values.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/reference/model.h"
+
+namespace etrt::engine::reference {
+
+inline constexpr char kMagic[4] = {'E', 'T', 'R', 'F'};
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr size_t kHeaderSize = 24;
+
+// True when `data` starts with the reference engine's magic (says nothing about the rest).
+bool is_reference_engine(const void* data, size_t size);
+
+// Encodes a model (validate it first; the builder does).
+std::vector<uint8_t> serialize(const Model& model);
+
+// Decodes and validates. Never reads outside [data, data + size) and never
+// trusts a count before checking that the bytes for it are there.
+bool deserialize_model(const void* data, size_t size, Model* model, std::string* error);
+
+// FNV-1a, 32-bit: cheap, and enough to tell a damaged blob from a valid one.
+uint32_t checksum(const uint8_t* data, size_t size);
+
+}  // namespace etrt::engine::reference

@@ -1,0 +1,35 @@
+#pragma once
+// The reference engine's op kernels, apart from the loop that runs them
+// (executor.h) so a CUDA implementation can slot in beside the host one: the
+// executor resolves tensors, shapes and scratch, a Kernels does the arithmetic
+// on pointers it is handed. Kernels know nothing of names or messages; they
+// report a failure by position and the executor words it.
+
+#include <cstdint>
+
+#include "engine/engine.h"
+
+namespace etrt::engine::reference {
+
+class Kernels {
+ public:
+  virtual ~Kernels() = default;
+
+  // out[i, :] = table[ids[i], :] for i < count. Returns -1, or the first i whose id is outside [0, vocab) (then
+  // `out` is left partly written).
+  virtual int64_t embedding(const void* ids, DataType id_type, int64_t count, const float* table, int64_t vocab,
+                            int64_t hidden, float* out) const = 0;
+  virtual void add(const float* a, const float* b, float* out, int64_t n) const = 0;
+  // out[r, j] = a[r, j] + bias[j]
+  virtual void add_bias(const float* a, const float* bias, float* out, int64_t rows, int64_t width) const = 0;
+  virtual void scale(const float* a, float factor, float* out, int64_t n) const = 0;
+  // out[r, :] = a[r, :] x weight, weight [k, n] row-major. `out` must not overlap `a`.
+  virtual void matmul(const float* a, const float* weight, float* out, int64_t rows, int64_t k, int64_t n) const = 0;
+  // `src` and `dst` may overlap (an output aliasing its input).
+  virtual void copy(const void* src, void* dst, uint64_t bytes) const = 0;
+};
+
+// Plain loops on the CPU, float32 throughout.
+const Kernels& host_kernels();
+
+}  // namespace etrt::engine::reference

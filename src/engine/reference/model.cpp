@@ -1,0 +1,361 @@
+#include "engine/reference/model.h"
+
+#include <cmath>
+
+namespace etrt::engine::reference {
+
+namespace {
+
+bool fail(std::string* error, std::string message) {
+  if (error != nullptr) *error = std::move(message);
+  return false;
+}
+
+bool is_float_tensor(const Model& m, int32_t id) { return m.tensor_dtype(id) == DataType::kFloat32; }
+
+std::string quoted(const Model& m, int32_t id) { return "'" + m.tensor_name(id) + "'"; }
+
+std::string op_name(const Model& m, size_t index) {
+  const Op& op = m.ops[index];
+  return std::string("op #") + std::to_string(index) + " (" + to_string(op.kind) + " -> " + quoted(m, op.out) + ")";
+}
+
+bool valid_dim(int64_t d, bool allow_dynamic) { return (allow_dynamic && d == -1) || (d >= 0 && d <= kMaxDim); }
+
+bool valid_shape(const Shape& s, bool allow_dynamic) {
+  if (s.rank < 0 || s.rank > kMaxRank) return false;
+  for (int32_t i = 0; i < s.rank; ++i)
+    if (!valid_dim(s.d[i], allow_dynamic)) return false;
+  return true;
+}
+
+// The structural rules: names, declared shapes, profiles, op wiring and types. Shapes flowing through the ops are
+// checked afterwards by running shape inference on every profile's min, opt and max.
+bool validate_structure(const Model& m, std::string* error) {
+  if (m.label.empty()) return fail(error, "the engine has no label; give the builder a non-empty name");
+  if (m.io.empty()) return fail(error, "the engine has no IO tensors");
+
+  std::vector<const std::string*> names;
+  for (int32_t id = 0; id < m.num_tensors(); ++id) {
+    const std::string& name = m.tensor_name(id);
+    if (name.empty()) return fail(error, "tensor #" + std::to_string(id) + " has an empty name");
+    for (const std::string* other : names)
+      if (*other == name) return fail(error, "tensor name '" + name + "' is used twice; names must be unique");
+    names.push_back(&name);
+  }
+
+  bool has_output = false;
+  for (const TensorDesc& t : m.io) {
+    if (element_size(t.dtype) == 0) return fail(error, "IO tensor '" + t.name + "' has an unknown data type");
+    if (!valid_shape(t.shape, true))
+      return fail(error, "IO tensor '" + t.name + "' has an invalid shape " + shape_to_string(t.shape) + " (rank 0.." +
+                             std::to_string(kMaxRank) + ", dims -1 or 0.." + std::to_string(kMaxDim) + ")");
+    if (!t.is_input && t.is_shape_tensor)
+      return fail(error, "output '" + t.name + "' is marked as a shape tensor; only inputs can be");
+    has_output = has_output || !t.is_input;
+  }
+  if (!has_output) return fail(error, "the engine has no outputs");
+
+  for (const Constant& c : m.constants) {
+    if (!valid_shape(c.shape, false))
+      return fail(error, "constant '" + c.name + "' has an invalid shape " + shape_to_string(c.shape) +
+                             "; constants need static dims");
+    uint64_t bytes = 0;
+    if (!tensor_bytes(c.shape, DataType::kFloat32, &bytes))
+      return fail(error, "constant '" + c.name + "' is too large");
+    if (c.values.size() != bytes / 4)
+      return fail(error, "constant '" + c.name + "' of shape " + shape_to_string(c.shape) + " needs " +
+                             std::to_string(bytes / 4) + " values, got " + std::to_string(c.values.size()));
+  }
+  for (const Intermediate& t : m.intermediates)
+    if (element_size(t.dtype) == 0) return fail(error, "intermediate '" + t.name + "' has an unknown data type");
+
+  if (m.profiles.empty()) return fail(error, "the engine has no optimization profiles; it needs at least one");
+  const size_t n_inputs = static_cast<size_t>(m.num_inputs());
+  for (size_t p = 0; p < m.profiles.size(); ++p) {
+    const std::string where = "profile " + std::to_string(p);
+    if (m.profiles[p].size() != n_inputs)
+      return fail(error, where + " has bounds for " + std::to_string(m.profiles[p].size()) +
+                             " inputs, the engine has " + std::to_string(n_inputs));
+    size_t k = 0;
+    for (const TensorDesc& t : m.io) {
+      if (!t.is_input) continue;
+      const InputRange& r = m.profiles[p][k++];
+      const Shape* bounds[] = {&r.min, &r.opt, &r.max};
+      for (const Shape* b : bounds)
+        if (b->rank != t.shape.rank || !valid_shape(*b, false))
+          return fail(error, where + ", input '" + t.name + "': bounds min " + shape_to_string(r.min) + " opt " +
+                                 shape_to_string(r.opt) + " max " + shape_to_string(r.max) +
+                                 " must be static shapes of the declared rank " + std::to_string(t.shape.rank));
+      for (int32_t d = 0; d < t.shape.rank; ++d) {
+        const std::string dim = where + ", input '" + t.name + "' dim " + std::to_string(d) + ": ";
+        if (t.shape.d[d] >= 0 &&
+            (r.min.d[d] != t.shape.d[d] || r.opt.d[d] != t.shape.d[d] || r.max.d[d] != t.shape.d[d]))
+          return fail(error, dim + "declared static " + std::to_string(t.shape.d[d]) + " but the profile says min " +
+                                 std::to_string(r.min.d[d]) + " opt " + std::to_string(r.opt.d[d]) + " max " +
+                                 std::to_string(r.max.d[d]));
+        if (r.min.d[d] > r.opt.d[d] || r.opt.d[d] > r.max.d[d])
+          return fail(error, dim + "needs min <= opt <= max, got " + std::to_string(r.min.d[d]) +
+                                 " <= " + std::to_string(r.opt.d[d]) + " <= " + std::to_string(r.max.d[d]));
+      }
+      uint64_t bytes = 0;
+      if (!tensor_bytes(r.max, t.dtype, &bytes))
+        return fail(error, where + ", input '" + t.name + "': max shape " + shape_to_string(r.max) + " is too large");
+    }
+  }
+
+  if (m.switch_cost_ns < 0 || m.switch_cost_ns > kMaxSwitchCostNs)
+    return fail(error, "switch cost " + std::to_string(m.switch_cost_ns) + " ns is outside [0, " +
+                           std::to_string(kMaxSwitchCostNs) + "]");
+  if (m.requested_device_memory > kMaxTensorBytes)
+    return fail(error, "device memory size " + std::to_string(m.requested_device_memory) + " is above the limit " +
+                           std::to_string(kMaxTensorBytes));
+
+  // Producers: inputs and constants exist up front; ops write outputs and intermediates exactly once, in order.
+  std::vector<bool> available(static_cast<size_t>(m.num_tensors()), false);
+  for (int32_t id = 0; id < m.num_tensors(); ++id)
+    available[static_cast<size_t>(id)] =
+        m.is_constant(id) || (id < m.num_io() && m.io[static_cast<size_t>(id)].is_input);
+  auto in_range = [&](int32_t id) { return id >= 0 && id < m.num_tensors(); };
+  for (size_t k = 0; k < m.ops.size(); ++k) {
+    const Op& op = m.ops[k];
+    const std::string where = "op #" + std::to_string(k) + " (" + to_string(op.kind) + ")";
+    switch (op.kind) {
+      case OpKind::kEmbedding:
+      case OpKind::kAdd:
+      case OpKind::kAddBias:
+      case OpKind::kScale:
+      case OpKind::kMatMul:
+      case OpKind::kIdentity:
+        break;
+      default:
+        return fail(error, where + " has an unknown kind");
+    }
+    const bool binary = op.kind != OpKind::kScale && op.kind != OpKind::kIdentity;
+    if (!in_range(op.out) || !in_range(op.a) || (binary ? !in_range(op.b) : op.b != -1))
+      return fail(error, where + " refers to a tensor that does not exist");
+    const bool writable =
+        m.is_intermediate(op.out) || (op.out < m.num_io() && !m.io[static_cast<size_t>(op.out)].is_input);
+    if (!writable)
+      return fail(error, where + " writes " + quoted(m, op.out) + ", which is not an output or intermediate");
+    if (available[static_cast<size_t>(op.out)])
+      return fail(error, where + " writes " + quoted(m, op.out) + ", which another op already wrote");
+    for (int32_t operand : {op.a, op.b}) {
+      if (operand < 0) continue;
+      if (!available[static_cast<size_t>(operand)])
+        return fail(error, where + " reads " + quoted(m, operand) + " before any op writes it");
+      if (operand < m.num_io() && m.io[static_cast<size_t>(operand)].is_shape_tensor)
+        return fail(error, where + " reads shape tensor " + quoted(m, operand) + "; ops cannot compute on those");
+    }
+    const std::string expect = where + ": ";
+    switch (op.kind) {
+      case OpKind::kEmbedding:
+        if (m.tensor_dtype(op.a) != DataType::kInt64 && m.tensor_dtype(op.a) != DataType::kInt32)
+          return fail(error, expect + "ids " + quoted(m, op.a) + " must be int64 or int32, not " +
+                                 to_string(m.tensor_dtype(op.a)));
+        if (!m.is_constant(op.b) || m.constant(op.b).shape.rank != 2)
+          return fail(error, expect + "table " + quoted(m, op.b) + " must be a constant of shape [V, H]");
+        break;
+      case OpKind::kAdd:
+        if (!is_float_tensor(m, op.a) || !is_float_tensor(m, op.b))
+          return fail(error, expect + "operands " + quoted(m, op.a) + " and " + quoted(m, op.b) + " must be float32");
+        break;
+      case OpKind::kAddBias:
+        if (!is_float_tensor(m, op.a)) return fail(error, expect + "input " + quoted(m, op.a) + " must be float32");
+        if (!m.is_constant(op.b) || m.constant(op.b).shape.rank != 1)
+          return fail(error, expect + "bias " + quoted(m, op.b) + " must be a constant of shape [H]");
+        break;
+      case OpKind::kScale:
+        if (!is_float_tensor(m, op.a)) return fail(error, expect + "input " + quoted(m, op.a) + " must be float32");
+        if (!std::isfinite(op.factor)) return fail(error, expect + "scale factor must be finite");
+        break;
+      case OpKind::kMatMul:
+        if (!is_float_tensor(m, op.a)) return fail(error, expect + "input " + quoted(m, op.a) + " must be float32");
+        if (!m.is_constant(op.b) || m.constant(op.b).shape.rank != 2)
+          return fail(error, expect + "weight " + quoted(m, op.b) + " must be a constant of shape [K, N]");
+        break;
+      case OpKind::kIdentity:
+        break;
+    }
+    const DataType produced = op.kind == OpKind::kIdentity ? m.tensor_dtype(op.a) : DataType::kFloat32;
+    if (m.tensor_dtype(op.out) != produced)
+      return fail(error, where + " produces " + to_string(produced) + " but " + quoted(m, op.out) + " is " +
+                             to_string(m.tensor_dtype(op.out)));
+    available[static_cast<size_t>(op.out)] = true;
+  }
+  for (int32_t id = 0; id < m.num_tensors(); ++id)
+    if (!available[static_cast<size_t>(id)])
+      return fail(error, std::string(m.is_intermediate(id) ? "intermediate " : "output ") + quoted(m, id) +
+                             " is never written by any op");
+  return true;
+}
+
+}  // namespace
+
+const char* to_string(OpKind kind) {
+  switch (kind) {
+    case OpKind::kEmbedding:
+      return "embedding";
+    case OpKind::kAdd:
+      return "add";
+    case OpKind::kAddBias:
+      return "add_bias";
+    case OpKind::kScale:
+      return "scale";
+    case OpKind::kMatMul:
+      return "matmul";
+    case OpKind::kIdentity:
+      return "identity";
+  }
+  return "unknown";
+}
+
+int32_t Model::num_inputs() const {
+  int32_t n = 0;
+  for (const TensorDesc& t : io) n += t.is_input ? 1 : 0;
+  return n;
+}
+
+std::vector<int32_t> Model::input_ordinals() const {
+  std::vector<int32_t> ordinals(io.size(), -1);
+  int32_t k = 0;
+  for (size_t i = 0; i < io.size(); ++i)
+    if (io[i].is_input) ordinals[i] = k++;
+  return ordinals;
+}
+
+const std::string& Model::tensor_name(int32_t id) const {
+  if (id < num_io()) return io[static_cast<size_t>(id)].name;
+  if (is_constant(id)) return constant(id).name;
+  return intermediates[static_cast<size_t>(id - intermediate_id(0))].name;
+}
+
+DataType Model::tensor_dtype(int32_t id) const {
+  if (id < num_io()) return io[static_cast<size_t>(id)].dtype;
+  if (is_constant(id)) return DataType::kFloat32;
+  return intermediates[static_cast<size_t>(id - intermediate_id(0))].dtype;
+}
+
+std::string shape_to_string(const Shape& shape) {
+  std::string s = "[";
+  for (int32_t i = 0; i < shape.rank && i < kMaxRank; ++i) {
+    if (i > 0) s += ", ";
+    s += std::to_string(shape.d[i]);
+  }
+  return s + "]";
+}
+
+bool tensor_bytes(const Shape& shape, DataType dtype, uint64_t* bytes) {
+  uint64_t n = element_size(dtype);
+  if (n == 0 || shape.rank < 0 || shape.rank > kMaxRank) return false;
+  for (int32_t i = 0; i < shape.rank; ++i) {
+    if (shape.d[i] < 0) return false;
+    if (__builtin_mul_overflow(n, static_cast<uint64_t>(shape.d[i]), &n)) return false;
+  }
+  if (n > kMaxTensorBytes) return false;
+  *bytes = n;
+  return true;
+}
+
+bool infer_shapes(const Model& m, Span<Shape> shapes, std::string* error) {
+  for (size_t i = 0; i < m.constants.size(); ++i) shapes[static_cast<size_t>(m.constant_id(i))] = m.constants[i].shape;
+  for (size_t k = 0; k < m.ops.size(); ++k) {
+    const Op& op = m.ops[k];
+    const Shape& a = shapes[static_cast<size_t>(op.a)];
+    Shape out = a;
+    switch (op.kind) {
+      case OpKind::kEmbedding: {
+        const Shape& table = shapes[static_cast<size_t>(op.b)];
+        if (a.rank >= kMaxRank)
+          return fail(error, op_name(m, k) + ": ids " + shape_to_string(a) + " leave no room for the hidden dim");
+        out.d[out.rank++] = table.d[1];
+        break;
+      }
+      case OpKind::kAdd:
+        if (a != shapes[static_cast<size_t>(op.b)])
+          return fail(error, op_name(m, k) + ": operands " + quoted(m, op.a) + " " + shape_to_string(a) + " and " +
+                                 quoted(m, op.b) + " " + shape_to_string(shapes[static_cast<size_t>(op.b)]) +
+                                 " must have the same shape");
+        break;
+      case OpKind::kAddBias: {
+        const Shape& bias = shapes[static_cast<size_t>(op.b)];
+        if (a.rank < 1 || a.d[a.rank - 1] != bias.d[0])
+          return fail(error, op_name(m, k) + ": input " + quoted(m, op.a) + " " + shape_to_string(a) +
+                                 " must end in the bias length " + std::to_string(bias.d[0]));
+        break;
+      }
+      case OpKind::kMatMul: {
+        const Shape& w = shapes[static_cast<size_t>(op.b)];
+        if (a.rank < 1 || a.d[a.rank - 1] != w.d[0])
+          return fail(error, op_name(m, k) + ": input " + quoted(m, op.a) + " " + shape_to_string(a) +
+                                 " must end in K = " + std::to_string(w.d[0]) + " to multiply weight " +
+                                 quoted(m, op.b) + " " + shape_to_string(w));
+        out.d[out.rank - 1] = w.d[1];
+        break;
+      }
+      case OpKind::kScale:
+      case OpKind::kIdentity:
+        break;
+    }
+    if (op.out < m.num_io()) {
+      // The engine must produce what it declares: rank and every static dim.
+      const Shape& declared = m.io[static_cast<size_t>(op.out)].shape;
+      bool matches = declared.rank == out.rank;
+      for (int32_t d = 0; matches && d < out.rank; ++d) matches = declared.d[d] < 0 || declared.d[d] == out.d[d];
+      if (!matches)
+        return fail(error, op_name(m, k) + " produces " + shape_to_string(out) + " but output " + quoted(m, op.out) +
+                               " is declared " + shape_to_string(declared));
+    }
+    shapes[static_cast<size_t>(op.out)] = out;
+  }
+  return true;
+}
+
+bool validate(const Model& m, std::string* error) {
+  if (!validate_structure(m, error)) return false;
+  std::vector<Shape> shapes(static_cast<size_t>(m.num_tensors()));
+  for (size_t p = 0; p < m.profiles.size(); ++p) {
+    const char* kWhich[] = {"min", "opt", "max"};
+    for (int w = 0; w < 3; ++w) {
+      for (size_t i = 0, k = 0; i < m.io.size(); ++i) {
+        if (!m.io[i].is_input) continue;
+        const InputRange& r = m.profiles[p][k++];
+        shapes[i] = w == 0 ? r.min : w == 1 ? r.opt : r.max;
+      }
+      std::string why;
+      if (!infer_shapes(m, Span<Shape>(shapes), &why))
+        return fail(error, "profile " + std::to_string(p) + " (" + kWhich[w] + " shapes): " + why);
+    }
+  }
+  return true;
+}
+
+bool plan_memory(const Model& m, MemoryPlan* plan, std::string* error) {
+  // Intermediates' dims are copies of input dims or constants, so they are largest at each profile's max shapes.
+  std::vector<uint64_t> need(m.intermediates.size(), 0);
+  std::vector<Shape> shapes(static_cast<size_t>(m.num_tensors()));
+  for (size_t p = 0; p < m.profiles.size(); ++p) {
+    for (size_t i = 0, k = 0; i < m.io.size(); ++i)
+      if (m.io[i].is_input) shapes[i] = m.profiles[p][k++].max;
+    if (!infer_shapes(m, Span<Shape>(shapes), error)) return false;
+    for (size_t i = 0; i < m.intermediates.size(); ++i) {
+      uint64_t bytes = 0;
+      if (!tensor_bytes(shapes[static_cast<size_t>(m.intermediate_id(i))], m.intermediates[i].dtype, &bytes))
+        return fail(error,
+                    "intermediate '" + m.intermediates[i].name + "' is too large under profile " + std::to_string(p));
+      if (bytes > need[i]) need[i] = bytes;
+    }
+  }
+  plan->intermediate_offsets.assign(m.intermediates.size(), 0);
+  uint64_t offset = 0;
+  for (size_t i = 0; i < need.size(); ++i) {
+    plan->intermediate_offsets[i] = offset;
+    offset += (need[i] + kScratchAlignment - 1) / kScratchAlignment * kScratchAlignment;
+    if (offset > kMaxTensorBytes) return fail(error, "the intermediates need more scratch memory than the limit");
+  }
+  plan->intermediate_bytes = offset;
+  plan->device_memory_size = offset > m.requested_device_memory ? offset : m.requested_device_memory;
+  return true;
+}
+
+}  // namespace etrt::engine::reference

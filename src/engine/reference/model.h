@@ -1,0 +1,109 @@
+#pragma once
+// The reference engine's in-memory model: what a serialized engine holds once
+// parsed. The builder produces one, the format encodes/decodes one, and the
+// engine runs one. validate() is the single gate both the builder and the
+// parser go through, so a hand-crafted blob is held to the same rules as a
+// built one.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/shape.h"
+#include "engine/engine.h"
+
+namespace etrt::engine::reference {
+
+enum class OpKind : uint8_t {
+  kEmbedding = 1,  // out[..., :] = table[ids[...], :]
+  kAdd = 2,        // out = a + b, same shapes
+  kAddBias = 3,    // out = a + bias, bias [H] broadcast over a's last dim
+  kScale = 4,      // out = a * factor
+  kMatMul = 5,     // out[..., N] = a[..., K] x weight[K, N]
+  kIdentity = 6,   // out = a, any dtype
+};
+const char* to_string(OpKind kind);
+
+// Tensor ids index one space: IO tensors first (engine order, so an IO id is
+// its io_index), then constants, then intermediates.
+struct Op {
+  OpKind kind = OpKind::kIdentity;
+  int32_t a = -1;       // first operand
+  int32_t b = -1;       // second operand (embedding: table; add: rhs; add_bias: bias; matmul: weight)
+  int32_t out = -1;     // an IO output or an intermediate, written by exactly one op
+  float factor = 1.0f;  // kScale only
+};
+
+struct Constant {
+  std::string name;
+  Shape shape;
+  std::vector<float> values;  // float32, row-major, numel(shape) of them
+};
+
+// A tensor an op writes that is not an engine output. Lives in scratch memory.
+struct Intermediate {
+  std::string name;
+  DataType dtype = DataType::kFloat32;
+};
+
+struct InputRange {
+  Shape min, opt, max;
+};
+
+struct Model {
+  std::string label;
+  std::vector<TensorDesc> io;
+  std::vector<Constant> constants;
+  std::vector<Intermediate> intermediates;
+  // profiles[p][k]: the bounds of the k-th input (in IO order) under profile p.
+  std::vector<std::vector<InputRange>> profiles;
+  std::vector<Op> ops;
+  int64_t switch_cost_ns = 0;            // busy-waited on every successful profile switch
+  uint64_t requested_device_memory = 0;  // lower bound on device_memory_size()
+  bool tracing = true;                   // record calls in the trace sink (see trace.h)
+
+  int32_t num_io() const { return static_cast<int32_t>(io.size()); }
+  int32_t num_inputs() const;
+  // io_index -> k for inputs, -1 for outputs.
+  std::vector<int32_t> input_ordinals() const;
+  int32_t num_tensors() const { return static_cast<int32_t>(io.size() + constants.size() + intermediates.size()); }
+  int32_t constant_id(size_t i) const { return static_cast<int32_t>(io.size() + i); }
+  int32_t intermediate_id(size_t i) const { return static_cast<int32_t>(io.size() + constants.size() + i); }
+  bool is_constant(int32_t id) const { return id >= num_io() && id < intermediate_id(0); }
+  bool is_intermediate(int32_t id) const { return id >= intermediate_id(0) && id < num_tensors(); }
+  const Constant& constant(int32_t id) const { return constants[static_cast<size_t>(id - num_io())]; }
+  const std::string& tensor_name(int32_t id) const;
+  DataType tensor_dtype(int32_t id) const;
+};
+
+// Bounds that keep a crafted blob from asking for absurd work or memory.
+inline constexpr int64_t kMaxDim = (int64_t{1} << 31) - 1;
+inline constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 40;
+inline constexpr int64_t kMaxSwitchCostNs = 10'000'000'000;  // 10 s
+// Scratch memory and every intermediate inside it are aligned like cudaMalloc's.
+inline constexpr uint64_t kScratchAlignment = 256;
+
+// Where each intermediate lives inside a context's scratch memory.
+struct MemoryPlan {
+  std::vector<uint64_t> intermediate_offsets;
+  uint64_t intermediate_bytes = 0;  // what the ops need, for the largest profile
+  uint64_t device_memory_size = 0;  // max(intermediate_bytes, requested), what the engine reports
+};
+
+// Every structural and shape rule; on failure says which, naming tensors and numbers.
+bool validate(const Model& model, std::string* error);
+
+// Shapes of every tensor (indexed by tensor id) given the IO input shapes in
+// `shapes` (slots of inputs filled, everything else overwritten). Fails when
+// the inputs are inconsistent with each other, with the message in *error.
+bool infer_shapes(const Model& model, Span<Shape> shapes, std::string* error);
+
+// Requires a validated model.
+bool plan_memory(const Model& model, MemoryPlan* plan, std::string* error);
+
+// numel * element size with overflow and kMaxTensorBytes checks; false if dynamic or too large.
+bool tensor_bytes(const Shape& shape, DataType dtype, uint64_t* bytes);
+
+std::string shape_to_string(const Shape& shape);
+
+}  // namespace etrt::engine::reference

@@ -1,0 +1,101 @@
+#pragma once
+// What reference engines really did, readable from anywhere in the process.
+//
+// Every call an engine or one of its contexts receives -- successful or
+// refused -- becomes a TraceEvent in a process-wide sink, filed under the
+// engine's label. A test that loads a .pte through ExecuTorch's Module, where
+// the engine object is hidden inside the backend, reads it back by label:
+//
+//   reference::clear_trace("decoder");
+//   module.forward(prompt);
+//   EXPECT_EQ(reference::count_switches("decoder"), 1);
+//   EXPECT_EQ(reference::last_enqueue_profile("decoder"), 1);
+//
+// Engines sharing a label share one record; engine_id and context_id tell them
+// apart. The sink is mutex-protected. Tracing costs a lock and a small copy per
+// call; turn it off globally (set_tracing_enabled) or per engine
+// (Builder::set_tracing, ReferenceEngine::set_tracing) when measuring.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/shape.h"
+#include "engine/engine.h"
+
+namespace etrt::engine::reference {
+
+enum class TraceKind : uint8_t {
+  kLoadEngine,     // size = device_memory_size()
+  kDestroyEngine,  // fails if contexts were still alive
+  kCreateContext,  // profile = 0, size = 1 when user-managed memory
+  kDestroyContext,
+  kSetOptimizationProfile,  // profile (requested), previous_profile, stream, switch_cost_ns
+  kSetInputShape,           // io_index, shape
+  kSetTensorAddress,        // io_index, address
+  kSetDeviceMemory,         // address, size
+  kEnqueue,                 // profile it ran on, stream, input_shapes
+};
+const char* to_string(TraceKind kind);
+
+struct TraceEvent {
+  uint64_t sequence = 0;  // process-wide order, across labels
+  TraceKind kind = TraceKind::kEnqueue;
+  uint64_t engine_id = 0;   // process-unique per loaded engine
+  uint64_t context_id = 0;  // process-unique per context; 0 for engine events
+  bool ok = true;
+  std::string error;  // the refusal, word for word what last_error() said; empty when ok
+
+  int32_t profile = -1;
+  int32_t previous_profile = -1;
+  StreamHandle stream = nullptr;
+  int32_t io_index = -1;
+  Shape shape;
+  const void* address = nullptr;
+  uint64_t size = 0;
+  int64_t switch_cost_ns = 0;       // the modeled cost busy-waited on this switch
+  std::vector<Shape> input_shapes;  // enqueue: every input's shape, in IO order
+};
+
+// Running totals per label. Kept apart from the event list so they stay exact
+// even when a long run overflows it (kMaxTraceEvents).
+struct TraceCounters {
+  int64_t engines_loaded = 0;
+  int64_t contexts_created = 0;
+  int64_t contexts_destroyed = 0;
+  int64_t switches = 0;  // successful set_optimization_profile calls, same-profile ones included
+  int64_t failed_switches = 0;
+  int64_t enqueues = 0;  // successful
+  int64_t failed_enqueues = 0;
+  int64_t failures = 0;               // every refused call of any kind
+  int32_t last_enqueue_profile = -1;  // profile of the last successful enqueue; -1 if none
+  int64_t dropped_events = 0;         // events not kept because the list was full
+};
+
+// The list keeps the newest this many events per label.
+inline constexpr size_t kMaxTraceEvents = 100000;
+
+std::vector<TraceEvent> trace_events(const std::string& label);
+TraceCounters trace_counters(const std::string& label);
+int64_t count_switches(const std::string& label);
+int64_t count_enqueues(const std::string& label);
+int32_t last_enqueue_profile(const std::string& label);
+// Forgets the events and counters of `label` / of every label.
+void clear_trace(const std::string& label);
+void clear_all_traces();
+
+// Global switch, on by default; an engine records only when this and its own flag are both on.
+void set_tracing_enabled(bool enabled);
+bool tracing_enabled();
+
+// One line per event, for test failure messages and debugging.
+std::string to_string(const TraceEvent& event);
+
+namespace detail {
+// One label's record. Engines look theirs up once at load and keep the pointer; records are never freed.
+struct TraceRecord;
+TraceRecord* trace_record(const std::string& label);
+void record(TraceRecord* record, TraceEvent event);
+}  // namespace detail
+
+}  // namespace etrt::engine::reference

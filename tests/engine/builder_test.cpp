@@ -1,0 +1,238 @@
+// The builder: what it accepts comes back unchanged from the bytes; what is
+// inconsistent is refused at build time with a message naming the problem.
+
+#include <gtest/gtest.h>
+
+#include "engine/reference/format.h"
+#include "reference_fixtures.h"
+
+namespace etrt::engine::reference::testing {
+namespace {
+
+std::string build_error(const Builder& b) {
+  std::string error;
+  std::vector<uint8_t> bytes = b.build(&error);
+  EXPECT_TRUE(bytes.empty()) << "the build was expected to fail";
+  return error;
+}
+
+TEST(ReferenceBuilder, RoundTripPreservesIoProfilesAndOptions) {
+  Builder b = llm_builder(test_label());
+  b.set_switch_cost_ns(1234).set_device_memory_size(1 << 20).set_tracing(false);
+  std::unique_ptr<ReferenceEngine> engine = load(build_or_fail(b));
+  ASSERT_NE(engine, nullptr);
+
+  EXPECT_EQ(engine->label(), test_label());
+  ASSERT_EQ(engine->num_io_tensors(), 2);
+  EXPECT_EQ(engine->io_tensor(0).name, "ids");
+  EXPECT_TRUE(engine->io_tensor(0).is_input);
+  EXPECT_EQ(engine->io_tensor(0).dtype, DataType::kInt64);
+  EXPECT_EQ(engine->io_tensor(0).shape, make_shape({1, -1}));
+  EXPECT_EQ(engine->io_tensor(1).name, "logits");
+  EXPECT_FALSE(engine->io_tensor(1).is_input);
+  EXPECT_EQ(engine->io_tensor(1).shape, make_shape({1, -1, 3}));
+
+  ASSERT_EQ(engine->num_profiles(), 2);
+  Shape min, opt, max;
+  ASSERT_TRUE(engine->profile_shape(kPrefill, 0, &min, &opt, &max));
+  EXPECT_EQ(min, make_shape({1, 2}));
+  EXPECT_EQ(opt, make_shape({1, 4}));
+  EXPECT_EQ(max, make_shape({1, 8}));
+  ASSERT_TRUE(engine->profile_shape(kDecode, 0, &min, &opt, &max));
+  EXPECT_EQ(max, make_shape({1, 1}));
+  EXPECT_FALSE(engine->profile_shape(kDecode, 1, &min, &opt, &max)) << "outputs have no profile bounds";
+  EXPECT_FALSE(engine->profile_shape(2, 0, &min, &opt, &max));
+
+  EXPECT_EQ(engine->switch_cost_ns(), 1234);
+  EXPECT_EQ(engine->device_memory_size(), size_t{1} << 20);
+  EXPECT_FALSE(engine->tracing());
+  EXPECT_EQ(engine->memory_kind(), MemoryKind::kHost);
+}
+
+TEST(ReferenceBuilder, BuildIsDeterministic) {
+  EXPECT_EQ(build_or_fail(llm_builder("same")), build_or_fail(llm_builder("same")));
+}
+
+TEST(ReferenceBuilder, BytesStartWithTheReferenceMagicAndVersion) {
+  std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
+  ASSERT_GE(bytes.size(), kHeaderSize);
+  EXPECT_EQ(std::string(bytes.begin(), bytes.begin() + 4), "ETRF");
+  EXPECT_EQ(bytes[4], kFormatVersion);
+  EXPECT_TRUE(is_reference_engine(bytes.data(), bytes.size()));
+}
+
+TEST(ReferenceBuilder, FullyStaticEngineGetsOneImplicitProfile) {
+  Builder b(test_label());
+  b.add_input("x", DataType::kFloat32, make_shape({2, 3}))
+      .add_output("y", DataType::kFloat32, make_shape({2, 3}))
+      .identity("x", "y");
+  std::unique_ptr<ReferenceEngine> engine = load(build_or_fail(b));
+  ASSERT_NE(engine, nullptr);
+  ASSERT_EQ(engine->num_profiles(), 1);
+  Shape min, opt, max;
+  ASSERT_TRUE(engine->profile_shape(0, 0, &min, &opt, &max));
+  EXPECT_EQ(min, make_shape({2, 3}));
+  EXPECT_EQ(max, make_shape({2, 3}));
+}
+
+TEST(ReferenceBuilder, ShapeTensorInputIsDescribedAsSuch) {
+  Builder b(test_label());
+  b.add_input("x", DataType::kFloat32, make_shape({2}))
+      .add_input("shape", DataType::kInt64, make_shape({2}))
+      .mark_shape_tensor("shape")
+      .add_output("y", DataType::kFloat32, make_shape({2}))
+      .identity("x", "y");
+  std::unique_ptr<ReferenceEngine> engine = load(build_or_fail(b));
+  ASSERT_NE(engine, nullptr);
+  EXPECT_FALSE(engine->io_tensor(0).is_shape_tensor);
+  EXPECT_TRUE(engine->io_tensor(1).is_shape_tensor);
+}
+
+TEST(ReferenceBuilder, RefusesDynamicInputWithoutProfile) {
+  Builder b(test_label());
+  b.add_input("x", DataType::kFloat32, make_shape({-1})).add_output("y", DataType::kFloat32, make_shape({-1}));
+  b.identity("x", "y");
+  EXPECT_NE(build_error(b).find("input 'x' [-1] has dynamic dims"), std::string::npos);
+}
+
+TEST(ReferenceBuilder, RefusesProfileWithoutBoundsForADynamicInput) {
+  Builder b = llm_builder(test_label());
+  b.add_profile();
+  EXPECT_NE(build_error(b).find("profile 2 has no bounds for input 'ids'"), std::string::npos);
+}
+
+TEST(ReferenceBuilder, RefusesBoundsForAProfileNotAdded) {
+  Builder b = llm_builder(test_label());
+  b.set_profile_shape(5, "ids", make_shape({1, 1}), make_shape({1, 1}), make_shape({1, 1}));
+  EXPECT_NE(build_error(b).find("set_profile_shape(5, 'ids'): no such profile"), std::string::npos);
+}
+
+TEST(ReferenceBuilder, RefusesProfileThatContradictsAStaticDim) {
+  Builder b(test_label());
+  b.add_input("x", DataType::kFloat32, make_shape({2, -1})).add_output("y", DataType::kFloat32, make_shape({2, -1}));
+  b.set_profile_shape(b.add_profile(), "x", make_shape({3, 1}), make_shape({3, 1}), make_shape({3, 4}));
+  b.identity("x", "y");
+  const std::string error = build_error(b);
+  EXPECT_NE(error.find("input 'x' dim 0: declared static 2 but the profile says min 3"), std::string::npos) << error;
+}
+
+TEST(ReferenceBuilder, RefusesProfileWithMinAboveMax) {
+  Builder b(test_label());
+  b.add_input("x", DataType::kFloat32, make_shape({-1})).add_output("y", DataType::kFloat32, make_shape({-1}));
+  b.set_profile_shape(b.add_profile(), "x", make_shape({8}), make_shape({8}), make_shape({4}));
+  b.identity("x", "y");
+  EXPECT_NE(build_error(b).find("needs min <= opt <= max, got 8 <= 8 <= 4"), std::string::npos);
+}
+
+TEST(ReferenceBuilder, RefusesProfileBoundsOfTheWrongRank) {
+  Builder b(test_label());
+  b.add_input("x", DataType::kFloat32, make_shape({-1})).add_output("y", DataType::kFloat32, make_shape({-1}));
+  b.set_profile_shape(b.add_profile(), "x", make_shape({1, 1}), make_shape({1, 1}), make_shape({1, 1}));
+  b.identity("x", "y");
+  EXPECT_NE(build_error(b).find("declared rank 1"), std::string::npos);
+}
+
+TEST(ReferenceBuilder, RefusesOpReadingAnUnknownTensor) {
+  Builder b(test_label());
+  b.add_input("x", DataType::kFloat32, make_shape({2})).add_output("y", DataType::kFloat32, make_shape({2}));
+  b.identity("nope", "y");
+  EXPECT_NE(build_error(b).find("reads 'nope', which is not a tensor"), std::string::npos);
+}
+
+TEST(ReferenceBuilder, RefusesOpWritingAnInput) {
+  Builder b(test_label());
+  b.add_input("x", DataType::kFloat32, make_shape({2})).add_output("y", DataType::kFloat32, make_shape({2}));
+  b.scale("x", 2.0f, "x").identity("x", "y");
+  EXPECT_NE(build_error(b).find("writes 'x', which is not an output or intermediate"), std::string::npos);
+}
+
+TEST(ReferenceBuilder, RefusesTensorWrittenTwice) {
+  Builder b(test_label());
+  b.add_input("x", DataType::kFloat32, make_shape({2})).add_output("y", DataType::kFloat32, make_shape({2}));
+  b.identity("x", "y").scale("x", 2.0f, "y");
+  EXPECT_NE(build_error(b).find("writes 'y', which another op already wrote"), std::string::npos);
+}
+
+TEST(ReferenceBuilder, RefusesOutputNoOpWrites) {
+  Builder b(test_label());
+  b.add_input("x", DataType::kFloat32, make_shape({2})).add_output("y", DataType::kFloat32, make_shape({2}));
+  EXPECT_NE(build_error(b).find("output 'y' is never written"), std::string::npos);
+}
+
+TEST(ReferenceBuilder, RefusesFloatOpOnIntegerTensor) {
+  Builder b(test_label());
+  b.add_input("x", DataType::kInt64, make_shape({2})).add_output("y", DataType::kFloat32, make_shape({2}));
+  b.scale("x", 2.0f, "y");
+  EXPECT_NE(build_error(b).find("input 'x' must be float32"), std::string::npos);
+}
+
+TEST(ReferenceBuilder, RefusesOutputWhoseDtypeDiffersFromWhatTheOpProduces) {
+  Builder b(test_label());
+  b.add_input("x", DataType::kFloat32, make_shape({2})).add_output("y", DataType::kInt32, make_shape({2}));
+  b.scale("x", 2.0f, "y");
+  EXPECT_NE(build_error(b).find("produces float32 but 'y' is int32"), std::string::npos);
+}
+
+TEST(ReferenceBuilder, RefusesMatMulWhoseInnerDimsDisagree) {
+  Builder b(test_label());
+  b.add_input("x", DataType::kFloat32, make_shape({-1, 3})).add_output("y", DataType::kFloat32, make_shape({-1, 2}));
+  b.set_profile_shape(b.add_profile(), "x", make_shape({1, 3}), make_shape({2, 3}), make_shape({4, 3}));
+  b.add_constant("w", make_shape({4, 2}), std::vector<float>(8, 1.0f)).matmul("x", "w", "y");
+  const std::string error = build_error(b);
+  EXPECT_NE(error.find("profile 0 (min shapes)"), std::string::npos) << error;
+  EXPECT_NE(error.find("must end in K = 4"), std::string::npos) << error;
+}
+
+TEST(ReferenceBuilder, RefusesDeclaredOutputShapeTheOpsDoNotProduce) {
+  Builder b(test_label());
+  b.add_input("x", DataType::kFloat32, make_shape({2, 3})).add_output("y", DataType::kFloat32, make_shape({2, 5}));
+  b.add_constant("w", make_shape({3, 4}), std::vector<float>(12, 1.0f)).matmul("x", "w", "y");
+  EXPECT_NE(build_error(b).find("produces [2, 4] but output 'y' is declared [2, 5]"), std::string::npos);
+}
+
+TEST(ReferenceBuilder, RefusesAddOfInputsWhoseProfilesDisagree) {
+  Builder b(test_label());
+  b.add_input("a", DataType::kFloat32, make_shape({-1}))
+      .add_input("b", DataType::kFloat32, make_shape({-1}))
+      .add_output("y", DataType::kFloat32, make_shape({-1}));
+  const int32_t p = b.add_profile();
+  b.set_profile_shape(p, "a", make_shape({1}), make_shape({2}), make_shape({4}))
+      .set_profile_shape(p, "b", make_shape({1}), make_shape({2}), make_shape({8}))
+      .add("a", "b", "y");
+  EXPECT_NE(build_error(b).find("profile 0 (max shapes)"), std::string::npos);
+}
+
+TEST(ReferenceBuilder, RefusesConstantWithTheWrongNumberOfValues) {
+  Builder b = llm_builder(test_label());
+  b.add_constant("extra", make_shape({2, 2}), {1.0f, 2.0f, 3.0f});
+  EXPECT_NE(build_error(b).find("constant 'extra' of shape [2, 2] needs 4 values, got 3"), std::string::npos);
+}
+
+TEST(ReferenceBuilder, RefusesEmbeddingTableThatIsNotAConstant) {
+  Builder b(test_label());
+  b.add_input("ids", DataType::kInt64, make_shape({2}))
+      .add_input("t", DataType::kFloat32, make_shape({4, 2}))
+      .add_output("y", DataType::kFloat32, make_shape({2, 2}))
+      .embedding("ids", "t", "y");
+  EXPECT_NE(build_error(b).find("table 't' must be a constant of shape [V, H]"), std::string::npos);
+}
+
+TEST(ReferenceBuilder, RefusesDuplicateNames) {
+  Builder b = llm_builder(test_label());
+  b.add_constant("ids", make_shape({1}), {1.0f});
+  EXPECT_NE(build_error(b).find("tensor name 'ids' is used twice"), std::string::npos);
+}
+
+TEST(ReferenceBuilder, RefusesEmptyLabel) {
+  Builder b = llm_builder("");
+  EXPECT_NE(build_error(b).find("no label"), std::string::npos);
+}
+
+TEST(ReferenceBuilder, RefusesNegativeSwitchCost) {
+  Builder b = llm_builder(test_label());
+  b.set_switch_cost_ns(-1);
+  EXPECT_NE(build_error(b).find("switch cost -1 ns"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace etrt::engine::reference::testing

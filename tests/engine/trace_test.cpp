@@ -1,0 +1,184 @@
+// The trace: what a hidden engine really did, readable by label.
+
+#include <gtest/gtest.h>
+
+#include "reference_fixtures.h"
+
+namespace etrt::engine::reference::testing {
+namespace {
+
+TEST(ReferenceTrace, RecordsEveryCallInOrderWithItsArguments) {
+  const std::string label = test_label();
+  std::unique_ptr<ReferenceEngine> engine = load_llm(label);
+  int stream = 0;
+  std::vector<int64_t> ids = {1, 2};
+  std::vector<float> logits(2 * kLogits);
+  {
+    std::unique_ptr<ExecutionContext> context = engine->create_context({});
+    ASSERT_TRUE(context->set_optimization_profile(kPrefill, &stream));
+    ASSERT_TRUE(context->set_input_shape(0, make_shape({1, 2})));
+    ASSERT_TRUE(context->set_tensor_address(0, ids.data()));
+    ASSERT_TRUE(context->set_tensor_address(1, logits.data()));
+    ASSERT_TRUE(context->enqueue(&stream));
+  }
+  std::vector<TraceEvent> events = trace_events(label);
+  const TraceKind kExpected[] = {TraceKind::kLoadEngine,        TraceKind::kCreateContext,
+                                 TraceKind::kSetOptimizationProfile, TraceKind::kSetInputShape,
+                                 TraceKind::kSetTensorAddress,  TraceKind::kSetTensorAddress,
+                                 TraceKind::kEnqueue,           TraceKind::kDestroyContext};
+  ASSERT_EQ(events.size(), std::size(kExpected)) << dump(label);
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].kind, kExpected[i]) << to_string(events[i]);
+    EXPECT_TRUE(events[i].ok) << to_string(events[i]);
+    EXPECT_EQ(events[i].engine_id, engine->id());
+    if (i > 0) {
+      EXPECT_GT(events[i].sequence, events[i - 1].sequence);
+    }
+  }
+  EXPECT_EQ(events[0].size, engine->device_memory_size());
+  const uint64_t context_id = events[1].context_id;
+  EXPECT_NE(context_id, 0u);
+  for (size_t i = 2; i < events.size(); ++i) EXPECT_EQ(events[i].context_id, context_id);
+  EXPECT_EQ(events[2].previous_profile, kDecode);
+  EXPECT_EQ(events[2].profile, kPrefill);
+  EXPECT_EQ(events[2].stream, &stream);
+  EXPECT_EQ(events[3].io_index, 0);
+  EXPECT_EQ(events[3].shape, make_shape({1, 2}));
+  EXPECT_EQ(events[4].address, ids.data());
+  EXPECT_EQ(events[5].io_index, 1);
+  EXPECT_EQ(events[6].profile, kPrefill);
+  EXPECT_EQ(events[6].stream, &stream);
+  ASSERT_EQ(events[6].input_shapes.size(), 1u);
+  EXPECT_EQ(events[6].input_shapes[0], make_shape({1, 2}));
+}
+
+TEST(ReferenceTrace, CountersCountSwitchesEnqueuesAndTheLastEnqueueProfile) {
+  const std::string label = test_label();
+  std::unique_ptr<ReferenceEngine> engine = load_llm(label);
+  std::unique_ptr<ExecutionContext> context = engine->create_context({});
+  std::vector<int64_t> prompt = {1, 2, 3}, token = {4};
+  std::vector<float> logits;
+  EXPECT_EQ(last_enqueue_profile(label), -1);
+  // An LLM trace: prefill then three decode steps, twice: 4 regime changes, so 4 switches.
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
+    ASSERT_TRUE(run_llm(*context, prompt, &logits)) << context->last_error();
+    EXPECT_EQ(last_enqueue_profile(label), kPrefill);
+    ASSERT_TRUE(context->set_optimization_profile(kDecode, nullptr));
+    for (int step = 0; step < 3; ++step) ASSERT_TRUE(run_llm(*context, token, &logits)) << context->last_error();
+    EXPECT_EQ(last_enqueue_profile(label), kDecode);
+  }
+  EXPECT_FALSE(context->set_optimization_profile(7, nullptr));
+  const TraceCounters c = trace_counters(label);
+  EXPECT_EQ(c.switches, 4);
+  EXPECT_EQ(count_switches(label), 4);
+  EXPECT_EQ(c.failed_switches, 1);
+  EXPECT_EQ(c.enqueues, 8);
+  EXPECT_EQ(c.failures, 1);
+  EXPECT_EQ(c.engines_loaded, 1);
+  EXPECT_EQ(c.contexts_created, 1);
+  EXPECT_EQ(c.contexts_destroyed, 0);
+}
+
+TEST(ReferenceTrace, RefusalsCarryTheMessageLastErrorGave) {
+  const std::string label = test_label();
+  std::unique_ptr<ReferenceEngine> engine = load_llm(label);
+  std::unique_ptr<ExecutionContext> context = engine->create_context({});
+  EXPECT_FALSE(context->set_input_shape(0, make_shape({1, 3})));
+  const TraceEvent last = trace_events(label).back();
+  EXPECT_FALSE(last.ok);
+  EXPECT_EQ(last.error, context->last_error());
+  EXPECT_EQ(last.shape, make_shape({1, 3}));
+  EXPECT_NE(to_string(last).find("FAILED: "), std::string::npos);
+}
+
+TEST(ReferenceTrace, SwitchCostIsBusyWaitedAndRecorded) {
+  const std::string label = test_label();
+  Builder b = llm_builder(label);
+  b.set_switch_cost_ns(20000);
+  std::unique_ptr<ReferenceEngine> engine = load(build_or_fail(b));
+  std::unique_ptr<ExecutionContext> context = engine->create_context({});
+  ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
+  EXPECT_FALSE(context->set_optimization_profile(3, nullptr));
+  std::vector<TraceEvent> switches = events_of(label, TraceKind::kSetOptimizationProfile);
+  ASSERT_EQ(switches.size(), 2u);
+  EXPECT_EQ(switches[0].switch_cost_ns, 20000) << "a successful switch pays the modeled cost";
+  EXPECT_EQ(switches[1].switch_cost_ns, 0) << "a refused switch costs nothing";
+}
+
+TEST(ReferenceTrace, ClearTraceForgetsEventsAndCounters) {
+  const std::string label = test_label();
+  std::unique_ptr<ReferenceEngine> engine = load_llm(label);
+  std::unique_ptr<ExecutionContext> context = engine->create_context({});
+  ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
+  clear_trace(label);
+  EXPECT_TRUE(trace_events(label).empty());
+  EXPECT_EQ(count_switches(label), 0);
+  ASSERT_TRUE(context->set_optimization_profile(kDecode, nullptr));
+  EXPECT_EQ(count_switches(label), 1) << "the engine keeps recording after a clear";
+}
+
+TEST(ReferenceTrace, LabelsKeepSeparateRecords) {
+  const std::string a = test_label() + ".a", b = test_label() + ".b";
+  std::unique_ptr<ReferenceEngine> engine_a = load_llm(a);
+  std::unique_ptr<ReferenceEngine> engine_b = load_llm(b);
+  std::unique_ptr<ExecutionContext> context = engine_a->create_context({});
+  ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
+  EXPECT_EQ(count_switches(a), 1);
+  EXPECT_EQ(count_switches(b), 0);
+  EXPECT_EQ(trace_events(b).size(), 1u) << "only its load";
+  EXPECT_TRUE(trace_events("no such label").empty());
+  EXPECT_EQ(last_enqueue_profile("no such label"), -1);
+}
+
+TEST(ReferenceTrace, EnginesSharingALabelAreToldApartByEngineId) {
+  const std::string label = test_label();
+  std::unique_ptr<ReferenceEngine> first = load_llm(label);
+  std::unique_ptr<ReferenceEngine> second = load_llm(label);
+  EXPECT_NE(first->id(), second->id());
+  std::unique_ptr<ExecutionContext> c1 = first->create_context({});
+  std::unique_ptr<ExecutionContext> c2 = second->create_context({});
+  std::vector<TraceEvent> created = events_of(label, TraceKind::kCreateContext);
+  ASSERT_EQ(created.size(), 2u);
+  EXPECT_EQ(created[0].engine_id, first->id());
+  EXPECT_EQ(created[1].engine_id, second->id());
+  EXPECT_NE(created[0].context_id, created[1].context_id);
+  EXPECT_EQ(trace_counters(label).engines_loaded, 2);
+}
+
+TEST(ReferenceTrace, TracingCanBeTurnedOffGlobally) {
+  const std::string label = test_label();
+  std::unique_ptr<ReferenceEngine> engine = load_llm(label);
+  set_tracing_enabled(false);
+  std::unique_ptr<ExecutionContext> context = engine->create_context({});
+  const bool switched = context->set_optimization_profile(kPrefill, nullptr);
+  set_tracing_enabled(true);
+  ASSERT_TRUE(switched);
+  EXPECT_EQ(trace_events(label).size(), 1u) << dump(label);
+  EXPECT_EQ(count_switches(label), 0);
+}
+
+TEST(ReferenceTrace, TracingCanBeTurnedOffPerEngine) {
+  const std::string label = test_label();
+  std::unique_ptr<ReferenceEngine> engine = load_llm(label);
+  engine->set_tracing(false);
+  std::unique_ptr<ExecutionContext> context = engine->create_context({});
+  ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
+  EXPECT_EQ(count_switches(label), 0);
+  engine->set_tracing(true);
+  ASSERT_TRUE(context->set_optimization_profile(kDecode, nullptr));
+  EXPECT_EQ(count_switches(label), 1);
+}
+
+TEST(ReferenceTrace, TracingCanBeTurnedOffInTheEngineBytes) {
+  const std::string label = test_label();
+  Builder b = llm_builder(label);
+  b.set_tracing(false);
+  std::unique_ptr<ReferenceEngine> engine = load(build_or_fail(b));
+  std::unique_ptr<ExecutionContext> context = engine->create_context({});
+  ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
+  EXPECT_TRUE(trace_events(label).empty());
+}
+
+}  // namespace
+}  // namespace etrt::engine::reference::testing
