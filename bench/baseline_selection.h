@@ -27,7 +27,7 @@ struct BaselineHandle {
   };
   int32_t num_profiles = 1;
   std::vector<std::vector<ProfileDynamicDim>> profile_dynamic_dims;  // [input]
-  std::vector<std::vector<InputBounds>> bounds;                       // [profile][input]
+  std::vector<std::vector<InputBounds>> bounds;                      // [profile][input]
 };
 
 // Sticky first-fit from `active_profile`, then validation. Returns false when

@@ -14,16 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "alloc_counter.h"
 #include "baseline_selection.h"
 #include "common/shape.h"
-#include "alloc_counter.h"
 #include "profile/selection.h"
-
 
 namespace etrt::bench {
 namespace {
-
-
 
 using profile::Choice;
 using profile::Diagnostic;
@@ -63,7 +60,8 @@ InputBounds cache_input(const char* name, int32_t num_profiles) {
 // The design's target case: 4 inputs, decode [1, 1] and prefill [1, 32..2048].
 Engine engine_4x2() {
   const std::vector<std::pair<int64_t, int64_t>> seq = {{1, 1}, {32, 2048}};
-  return {"4in_2prof", 2,
+  return {"4in_2prof",
+          2,
           {token_input("input_ids", seq), token_input("attention_mask", seq), token_input("position_ids", seq),
            cache_input("past_key_values", 2)}};
 }
@@ -71,7 +69,8 @@ Engine engine_4x2() {
 // 8 inputs, 4 profiles: decode, short, medium and long prompts.
 Engine engine_8x4() {
   const std::vector<std::pair<int64_t, int64_t>> seq = {{1, 1}, {2, 128}, {129, 512}, {513, 2048}};
-  return {"8in_4prof", 4,
+  return {"8in_4prof",
+          4,
           {token_input("input_ids", seq), token_input("attention_mask", seq), token_input("position_ids", seq),
            token_input("cache_position", seq), cache_input("past_key_0", 4), cache_input("past_value_0", 4),
            cache_input("past_key_1", 4), cache_input("past_value_1", 4)}};
@@ -178,14 +177,10 @@ std::vector<Case> cases() {
   const Engine e4 = engine_4x2();
   const Engine e8 = engine_8x4();
   return {
-      {"4in_2prof/decode/active_fits", e4, 1, 0, 0},
-      {"4in_2prof/prefill/active_fits", e4, 512, 1, 1},
-      {"4in_2prof/decode/rescan", e4, 1, 1, 0},
-      {"4in_2prof/prefill/rescan", e4, 512, 0, 1},
-      {"8in_4prof/decode/active_fits", e8, 1, 0, 0},
-      {"8in_4prof/prefill/active_fits", e8, 1000, 3, 3},
-      {"8in_4prof/decode/rescan", e8, 1, 3, 0},
-      {"8in_4prof/prefill/rescan", e8, 1000, 0, 3},
+      {"4in_2prof/decode/active_fits", e4, 1, 0, 0}, {"4in_2prof/prefill/active_fits", e4, 512, 1, 1},
+      {"4in_2prof/decode/rescan", e4, 1, 1, 0},      {"4in_2prof/prefill/rescan", e4, 512, 0, 1},
+      {"8in_4prof/decode/active_fits", e8, 1, 0, 0}, {"8in_4prof/prefill/active_fits", e8, 1000, 3, 3},
+      {"8in_4prof/decode/rescan", e8, 1, 3, 0},      {"8in_4prof/prefill/rescan", e8, 1000, 0, 3},
   };
 }
 

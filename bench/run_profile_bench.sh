@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs etrt_bench_profile with repetitions and prints, per case, the median
-# time of etrt's policy layer, of the vector-based baseline, their ratio, and
-# the allocations per iteration of each. Fails if etrt's path allocates.
+# time of etrt's policy layer (one call and two calls), of the vector-based
+# baseline, the ratios, and the allocations per iteration of each. Fails if
+# etrt's path allocates.
 #
 #   bench/run_profile_bench.sh [path/to/etrt_bench_profile] [extra benchmark flags...]
 #
@@ -30,27 +31,33 @@ import json, sys
 with open(sys.argv[1]) as f:
     report = json.load(f)
 
+# medians[case][impl] = (real ns, cpu ns, allocations per iteration)
 medians = {}
 for b in report["benchmarks"]:
     if b.get("aggregate_name") != "median":
         continue
     impl, case = b["run_name"].split("/", 1)
-    medians.setdefault(case, {})[impl] = (b["real_time"], b.get("allocs_per_iter", float("nan")))
+    medians.setdefault(case, {})[impl] = (b["real_time"], b["cpu_time"], b.get("allocs_per_iter", float("nan")))
 
 ctx = report.get("context", {})
 print(f"\n{ctx.get('host_name', '?')}: {ctx.get('num_cpus', '?')} CPUs @ {ctx.get('mhz_per_cpu', '?')} MHz, "
-      f"build {ctx.get('library_build_type', '?')} benchmark library; medians of 10 repetitions (ns, real time)\n")
-header = f"{'case':32} {'etrt ns':>9} {'baseline ns':>12} {'speedup':>8} {'etrt allocs':>12} {'baseline allocs':>16}"
+      f"load average {ctx.get('load_avg', '?')}")
+print("Medians of 10 repetitions, ns per choose+validate (real time, CPU time in parentheses).")
+print("etrt = choose_and_validate(); etrt_2call = choose_profile() + validate_shapes(); ratios = baseline / etrt.\n")
+header = (f"{'case':30} {'etrt':>15} {'etrt_2call':>15} {'baseline':>15} {'ratio':>6} {'ratio 2call':>11}"
+          f" {'allocs etrt/2call/baseline':>27}")
 print(header)
 print("-" * len(header))
 ok = True
 for case in sorted(medians):
     m = medians[case]
-    if "ours" not in m or "baseline" not in m:
+    if not all(k in m for k in ("etrt", "etrt_2call", "baseline")):
         continue
-    (ours, ours_allocs), (base, base_allocs) = m["ours"], m["baseline"]
-    print(f"{case:32} {ours:9.1f} {base:12.1f} {base / ours:7.2f}x {ours_allocs:12.2f} {base_allocs:16.2f}")
-    ok = ok and ours_allocs == 0
+    cell = lambda v: f"{v[0]:6.1f} ({v[1]:5.1f})"
+    e, e2, b = m["etrt"], m["etrt_2call"], m["baseline"]
+    print(f"{case:30} {cell(e):>15} {cell(e2):>15} {cell(b):>15} {b[0] / e[0]:5.1f}x {b[0] / e2[0]:10.1f}x"
+          f" {e[2]:9.0f} /{e2[2]:3.0f} /{b[2]:3.0f}")
+    ok = ok and e[2] == 0 and e2[2] == 0
 if not ok:
     print("\nFAIL: etrt's choose+validate path allocated.", file=sys.stderr)
     sys.exit(1)

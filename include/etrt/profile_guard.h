@@ -80,6 +80,8 @@ class OptimizationProfileGuard {
   static OptimizationProfileGuard automatic(AutoPolicy policy = AutoPolicy::kStickyFirstFit) noexcept;
 
   /// Restores the request that was in force when this guard was created.
+  /// Guards on one thread must end in reverse order of creation, which scopes
+  /// guarantee (do not allocate guards with `new`).
   ~OptimizationProfileGuard();
 
   /// The request this guard installed.

@@ -267,19 +267,22 @@ class _Decoder:
             raise self.wrong_type(path, "a boolean", v)
         return v
 
-    def int64(self, v: Any, path: str, bits: int = 64) -> int:
+    def int64(self, v: Any, path: str) -> int:
         if not isinstance(v, int) or isinstance(v, bool):
             raise self.wrong_type(path, "an integer", v)
-        lo, hi = _INT64 if bits == 64 else _INT32
-        if not lo <= v <= hi:
+        return self._in_range(v, path, _INT64, 64)
+
+    def int32(self, v: Any, path: str) -> int:
+        # 64-bit first, as the C++ reader narrows from int64_t.
+        return self._in_range(self.int64(v, path), path, _INT32, 32)
+
+    def _in_range(self, v: int, path: str, bounds: Tuple[int, int], bits: int) -> int:
+        if not bounds[0] <= v <= bounds[1]:
             raise _fail(
                 f"metadata field '{path}' is {v}, outside the range of a {bits}-bit signed integer; "
                 "re-export the model"
             )
         return v
-
-    def int32(self, v: Any, path: str) -> int:
-        return self.int64(v, path, bits=32)
 
     def ints(self, v: Any, path: str) -> List[int]:
         if not isinstance(v, list):
@@ -428,7 +431,9 @@ def _validate_signature_input(sig: ProfileSignature, i: int) -> None:
     inp = sig.inputs[i]
     what = f"profile_signature.inputs[{i}] '{inp.name}'"
     if len(inp.profiles) != sig.num_profiles:
-        raise _fail(f"{what} has {len(inp.profiles)} profiles but num_profiles is {sig.num_profiles}; re-export the model")
+        raise _fail(
+            f"{what} has {len(inp.profiles)} profiles but num_profiles is {sig.num_profiles}; re-export the model"
+        )
     rank = len(inp.profiles[0].min)
     for p, b in enumerate(inp.profiles):
         if len(b.opt) != len(b.min) or len(b.max) != len(b.min):

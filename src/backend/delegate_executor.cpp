@@ -56,7 +56,8 @@ const char* format_shape(const Shape& s, char (&out)[128]) {
 Error finish(DelegateState& state, int32_t profile, bool switched, bool pin_ignored, Error status) {
   if (ExecutionReport* report = ExecutionReport::current()) {
     ExecutionRecord record;
-    std::strncpy(record.delegate, state.name, sizeof(record.delegate) - 1);
+    static_assert(sizeof(record.delegate) == sizeof(state.name), "delegate names are copied whole");
+    std::memcpy(record.delegate, state.name, sizeof(record.delegate));
     record.profile = profile;
     record.num_profiles = state.table.num_profiles();
     record.switched = switched;

@@ -71,8 +71,8 @@ bool parse_layout(const uint8_t* bytes, uint64_t size, ParsedBlob* out, uint64_t
   const uint64_t eo = read_le(bytes + kEngineOffsetField, 4);
   const uint64_t es = read_le(bytes + kEngineSizeField, 8);
   if (mo < kHeaderSize)
-    return fail(error, "metadata_offset " + std::to_string(mo) + " points inside the " +
-                           std::to_string(kHeaderSize) + "-byte header" + kReExport);
+    return fail(error, "metadata_offset " + std::to_string(mo) + " points inside the " + std::to_string(kHeaderSize) +
+                           "-byte header" + kReExport);
   if (eo < kHeaderSize)
     return fail(error, "engine_offset " + std::to_string(eo) + " points inside the " + std::to_string(kHeaderSize) +
                            "-byte header" + kReExport);

@@ -87,8 +87,7 @@ bool validate_aliases(const Metadata& m, std::string* error) {
     const IoBinding* in = find_binding(m, a.input);
     if (in == nullptr || !in->is_input)
       return fail(error, path + ".input '" + a.input + "' is not an input in io_bindings; re-export the model");
-    if (a.kind.empty())
-      return fail(error, path + ".kind is empty; use '" + kAliasKindKvCacheUpdate + "' or 'user'");
+    if (a.kind.empty()) return fail(error, path + ".kind is empty; use '" + kAliasKindKvCacheUpdate + "' or 'user'");
     for (size_t j = 0; j < i; ++j)
       if (m.aliased_io[j].output == a.output)
         return fail(error, at("aliased_io", j) + " and " + path + " both alias output '" + a.output +
@@ -116,7 +115,8 @@ bool validate_signature_input(const ProfileSignature& sig, size_t i, std::string
                              "; TensorRT tensors have at most 8 dimensions, re-export the model");
     if (b.min.size() != rank)
       return fail(error, what + " has rank " + std::to_string(b.min.size()) + " in" + profile + " but rank " +
-                             std::to_string(rank) + " in profile 0; an input has one rank in every profile, "
+                             std::to_string(rank) +
+                             " in profile 0; an input has one rank in every profile, "
                              "re-export the model");
     for (size_t d = 0; d < rank; ++d)
       if (b.min[d] < 0 || b.min[d] > b.opt[d] || b.opt[d] > b.max[d])
@@ -135,9 +135,10 @@ bool validate_symbolic_dim(const Metadata& m, size_t i, std::string* error) {
   const std::string what = path + " '" + s.name + "'";
   const IoBinding* binding = find_binding(m, s.input);
   if (binding == nullptr || !binding->is_input)
-    return fail(error, what + " refers to '" + s.input + "', which is not an input in io_bindings; re-export the model");
-  const auto described = std::find_if(sig.inputs.begin(), sig.inputs.end(),
-                                      [&](const SignatureInput& in) { return in.name == s.input; });
+    return fail(error,
+                what + " refers to '" + s.input + "', which is not an input in io_bindings; re-export the model");
+  const auto described =
+      std::find_if(sig.inputs.begin(), sig.inputs.end(), [&](const SignatureInput& in) { return in.name == s.input; });
   if (described == sig.inputs.end())
     return fail(error, what + " refers to input '" + s.input +
                            "', which has no bounds in profile_signature.inputs; re-export the model");

@@ -21,10 +21,10 @@ inline constexpr const char* kAliasKindKvCacheUpdate = "kv_cache_update";
 
 // One engine input or output, in the delegate's argument order.
 struct IoBinding {
-  std::string name;               // the TensorRT tensor name; never empty
-  std::string dtype;              // informational; upstream often leaves it ""
-  std::vector<int64_t> shape;     // informational; upstream often leaves it [], -1 marks a dynamic dim
-  bool is_input = true;           // upstream's Python default
+  std::string name;            // the TensorRT tensor name; never empty
+  std::string dtype;           // informational; upstream often leaves it ""
+  std::vector<int64_t> shape;  // informational; upstream often leaves it [], -1 marks a dynamic dim
+  bool is_input = true;        // upstream's Python default
 };
 
 // An engine output that TensorRT writes in place into one of the inputs.

@@ -3,6 +3,8 @@
 // throws: nlohmann parses in its non-throwing mode, and the one try/catch is
 // for allocation failure on absurd input.
 
+#include "blob/metadata_reader.h"
+
 #include <cstring>
 #include <limits>
 #include <new>
@@ -10,7 +12,6 @@
 
 #include "blob/blob.h"
 #include "blob/json_text.h"
-#include "blob/metadata_reader.h"
 
 namespace etrt::blob {
 namespace detail {
@@ -54,15 +55,23 @@ class ErrorCapture : public nlohmann::json_sax<Json> {
 
 std::string type_name(const Json& v) {
   switch (v.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::boolean: return "a boolean";
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::boolean:
+      return "a boolean";
     case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return "an integer";
-    case Json::value_t::number_float: return "a number";
-    case Json::value_t::string: return "a string";
-    case Json::value_t::array: return "an array";
-    case Json::value_t::object: return "an object";
-    default: return "an unsupported value";
+    case Json::value_t::number_unsigned:
+      return "an integer";
+    case Json::value_t::number_float:
+      return "a number";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::object:
+      return "an object";
+    default:
+      return "an unsupported value";
   }
 }
 
@@ -223,7 +232,8 @@ class Decoder {
   bool read_metadata(const Json& doc, Metadata* out) {
     if (!doc.is_object())
       return fail("metadata must be a JSON object, got " + type_name(doc) + "; re-export the model");
-    return required(doc, "io_bindings", "", &out->io_bindings, &Decoder::read_array<IoBinding, &Decoder::read_binding>) &&
+    return required(doc, "io_bindings", "", &out->io_bindings,
+                    &Decoder::read_array<IoBinding, &Decoder::read_binding>) &&
            optional(doc, "aliased_io", "", &out->aliased_io, &Decoder::read_array<AliasedIo, &Decoder::read_alias>) &&
            optional(doc, "hardware_compatible", "", &out->hardware_compatible, &Decoder::read_bool) &&
            optional(doc, "device_id", "", &out->device_id, &Decoder::read_int64) &&
@@ -238,8 +248,7 @@ class Decoder {
 
 }  // namespace
 
-bool decode_metadata(const char* json, size_t size, std::optional<uint64_t> offset, Metadata* out,
-                     std::string* error) {
+bool decode_metadata(const char* json, size_t size, std::optional<uint64_t> offset, Metadata* out, std::string* error) {
   Decoder decoder(error);
   std::string where = "metadata (" + std::to_string(size) + " bytes";
   if (offset) where += " at offset " + std::to_string(*offset);
@@ -258,8 +267,7 @@ bool decode_metadata(const char* json, size_t size, std::optional<uint64_t> offs
     return decoder.fail(where + " is not valid JSON: NUL byte at byte " +
                         std::to_string(static_cast<const char*>(nul) - json) + "; re-export the model");
   if (nests_deeper_than(json, size, kMaxJsonDepth))
-    return decoder.fail(where + " nests deeper than " + std::to_string(kMaxJsonDepth) +
-                        " levels; re-export the model");
+    return decoder.fail(where + " nests deeper than " + std::to_string(kMaxJsonDepth) + " levels; re-export the model");
   try {
     const Json doc = Json::parse(json, json + size, /*cb=*/nullptr, /*allow_exceptions=*/false);
     if (doc.is_discarded()) {

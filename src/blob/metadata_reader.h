@@ -12,7 +12,6 @@
 namespace etrt::blob::detail {
 
 // `offset` is only for messages; nullopt when the JSON did not come from a blob.
-bool decode_metadata(const char* json, size_t size, std::optional<uint64_t> offset, Metadata* out,
-                     std::string* error);
+bool decode_metadata(const char* json, size_t size, std::optional<uint64_t> offset, Metadata* out, std::string* error);
 
 }  // namespace etrt::blob::detail

@@ -33,8 +33,7 @@ const char* kind_name(int which) { return which == 0 ? "min" : which == 1 ? "opt
 
 bool ProfileTable::build(int32_t num_profiles, Span<const InputBounds> inputs, ProfileTable* out, std::string* error) {
   if (num_profiles < 1) {
-    return refuse(error, format("the engine reports %" PRId32
-                                " optimization profiles; an engine has at least one. "
+    return refuse(error, format("the engine reports %" PRId32 " optimization profiles; an engine has at least one. "
                                 "Rebuild or re-export the engine.",
                                 num_profiles));
   }
@@ -52,26 +51,29 @@ bool ProfileTable::build(int32_t num_profiles, Span<const InputBounds> inputs, P
     }
     const int32_t rank = in.min[0].rank;
     if (rank < 0 || rank > kMaxRank) {
-      return refuse(error, format("input '%s' (input %zu) has rank %" PRId32 " in profile 0; etrt supports ranks 0..%" PRId32
-                                  " (TensorRT reports rank -1 for a shape it cannot give).",
-                                  name, i, rank, kMaxRank));
+      return refuse(error,
+                    format("input '%s' (input %zu) has rank %" PRId32 " in profile 0; etrt supports ranks 0..%" PRId32
+                           " (TensorRT reports rank -1 for a shape it cannot give).",
+                           name, i, rank, kMaxRank));
     }
     for (size_t p = 0; p < profiles; ++p) {
       const Shape* shapes[3] = {&in.min[p], &in.opt[p], &in.max[p]};
       for (int which = 0; which < 3; ++which) {
         if (shapes[which]->rank != rank) {
-          return refuse(error, format("input '%s' (input %zu) has rank %" PRId32 " in profile %zu's %s shape but rank %" PRId32
-                                      " in profile 0's min shape; an input's rank must be the same in every profile.",
-                                      name, i, shapes[which]->rank, p, kind_name(which), rank));
+          return refuse(error,
+                        format("input '%s' (input %zu) has rank %" PRId32 " in profile %zu's %s shape but rank %" PRId32
+                               " in profile 0's min shape; an input's rank must be the same in every profile.",
+                               name, i, shapes[which]->rank, p, kind_name(which), rank));
         }
       }
       for (int32_t d = 0; d < rank; ++d) {
         const int64_t lo = in.min[p][d], mid = in.opt[p][d], hi = in.max[p][d];
         if (lo < 0 || mid < 0 || hi < 0) {
-          return refuse(error, format("input '%s' (input %zu) dimension %" PRId32 " in profile %zu has a negative bound "
-                                      "(min %" PRId64 ", opt %" PRId64 ", max %" PRId64
-                                      "); profile bounds must be concrete sizes >= 0.",
-                                      name, i, d, p, lo, mid, hi));
+          return refuse(
+              error,
+              format("input '%s' (input %zu) dimension %" PRId32 " in profile %zu has a negative bound "
+                     "(min %" PRId64 ", opt %" PRId64 ", max %" PRId64 "); profile bounds must be concrete sizes >= 0.",
+                     name, i, d, p, lo, mid, hi));
         }
         if (lo > mid || mid > hi) {
           return refuse(error, format("input '%s' (input %zu) dimension %" PRId32 " in profile %zu has min %" PRId64

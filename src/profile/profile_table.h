@@ -91,7 +91,7 @@ class ProfileTable {
   friend struct SelectionAccess;  // selection.cpp: the per-execution paths read the flat arrays directly
 
   int32_t num_profiles_ = 0;
-  size_t total_dims_ = 0;          // sum of ranks: the stride of ranges_ and opt_ per profile
+  size_t total_dims_ = 0;           // sum of ranks: the stride of ranges_ and opt_ per profile
   std::vector<std::string> names_;  // [input]
   std::vector<int32_t> ranks_;      // [input]
   std::vector<size_t> offsets_;     // [input]: first dimension of the input in a profile's slice
@@ -102,7 +102,7 @@ class ProfileTable {
   // (input * sizeof(Shape) + offsetof(Shape, d) + dim * 8): one load per key
   // instead of an index computation, on the path every execution takes.
   std::vector<size_t> key_offsets_;
-  std::vector<Range> key_ranges_;   // [profile * keys_.size() + key]
+  std::vector<Range> key_ranges_;  // [profile * keys_.size() + key]
   // The other dimensions are fixed to one value in every profile; once the
   // keys placed an execution in a profile, only these remain to validate.
   std::vector<size_t> fixed_offsets_;  // byte offsets, as key_offsets_

@@ -86,8 +86,9 @@ void append_valid_indices(Diagnostic* why, int32_t num_profiles) {
 ETRT_COLD bool refuse_empty(const ProfileTable& table, Diagnostic* why) {
   if (why == nullptr) return false;
   begin(table, why);
-  why->append("the profile table is empty (ProfileTable::build() was not called or failed), so no profile can "
-              "be chosen. Build the table from the engine at init() and refuse to load if that fails.");
+  why->append(
+      "the profile table is empty (ProfileTable::build() was not called or failed), so no profile can "
+      "be chosen. Build the table from the engine at init() and refuse to load if that fails.");
   return false;
 }
 
@@ -98,8 +99,9 @@ ETRT_COLD bool refuse_pin_out_of_range(const ProfileTable& table, int32_t index,
               ")), but this engine has ",
               index, index);
   append_valid_indices(why, table.num_profiles());
-  why->append(". Pin a valid index, or use etrt::OptimizationProfileGuard::automatic() to choose from the input "
-              "shapes.");
+  why->append(
+      ". Pin a valid index, or use etrt::OptimizationProfileGuard::automatic() to choose from the input "
+      "shapes.");
   return false;
 }
 
@@ -165,8 +167,9 @@ ETRT_COLD bool refuse_no_fit(const ProfileTable& table, AutoPolicy policy, int32
       append_bounds(why, table, p, i);
     }
   }
-  why->append("\nReshape the inputs to fit one profile, or pin a profile with etrt::OptimizationProfileGuard(index) "
-              "to be told which dimension it rejects.");
+  why->append(
+      "\nReshape the inputs to fit one profile, or pin a profile with etrt::OptimizationProfileGuard(index) "
+      "to be told which dimension it rejects.");
   return false;
 }
 
@@ -363,9 +366,9 @@ bool choose_and_validate(const ProfileTable& table, const ProfileRequest& reques
   if (!SelectionAccess::choose(table, request, active_profile, input_shapes, &choice, &by_shape, why)) return false;
   // The structure is checked, and where the keys chose the profile they are
   // known to fit it: only what is left needs looking at.
-  const bool fits = by_shape ? SelectionAccess::fixed_dims_fit(table, reinterpret_cast<const unsigned char*>(
-                                                                           input_shapes.data()))
-                             : SelectionAccess::all_dims_fit(table, choice.profile, input_shapes);
+  const bool fits =
+      by_shape ? SelectionAccess::fixed_dims_fit(table, reinterpret_cast<const unsigned char*>(input_shapes.data()))
+               : SelectionAccess::all_dims_fit(table, choice.profile, input_shapes);
   // On a misfit, validate_shapes() writes exactly the message the two-call
   // path would have written.
   if (!fits && !validate_shapes(table, choice.profile, input_shapes, why)) return false;

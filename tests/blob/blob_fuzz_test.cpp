@@ -60,8 +60,19 @@ std::vector<uint8_t> mutate(std::vector<uint8_t> bytes, std::mt19937& rng) {
   } else if (kind < 90) {  // truncation
     bytes.resize(position(bytes.size()));
   } else {  // an extreme value in one header field
-    static const uint64_t kExtremes[] = {0, 1, 15, 16, 31, 32, 0x7FFFFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF,
-                                         0x8000000000000000, bytes.size(), bytes.size() - 1, bytes.size() + 1};
+    static const uint64_t kExtremes[] = {0,
+                                         1,
+                                         15,
+                                         16,
+                                         31,
+                                         32,
+                                         0x7FFFFFFF,
+                                         0xFFFFFFFF,
+                                         0xFFFFFFFFFFFFFFFF,
+                                         0x8000000000000000,
+                                         bytes.size(),
+                                         bytes.size() - 1,
+                                         bytes.size() + 1};
     static const size_t kFields[][2] = {{4, 4}, {8, 4}, {12, 4}, {16, 8}};
     const auto& field = kFields[position(4)];
     testing::put_le(bytes, field[0], kExtremes[position(sizeof(kExtremes) / sizeof(kExtremes[0]))], field[1]);

@@ -68,16 +68,15 @@ TEST(BlobHeader, RefusesMetadataRunningPastTheEnd) {
   const size_t size = blob.size();
   put_le(blob, kMetadataSizeField, size - 31, 4);
   EXPECT_BLOB_ERROR(parse_error(blob), "metadata at offset 32 with size " + std::to_string(size - 31),
-                    "ends at byte " + std::to_string(size + 1), "past the end of the " + std::to_string(size) +
-                                                                   "-byte blob");
+                    "ends at byte " + std::to_string(size + 1),
+                    "past the end of the " + std::to_string(size) + "-byte blob");
 }
 
 TEST(BlobHeader, RefusesAMetadataOffsetPastTheEnd) {
   std::vector<uint8_t> blob = valid_blob();
   put_le(blob, kMetadataOffsetField, 0xFFFFFFFF, 4);
   put_le(blob, kMetadataSizeField, 0xFFFFFFFF, 4);  // offset + size would wrap in 32 bits
-  EXPECT_BLOB_ERROR(parse_error(blob), "metadata at offset 4294967295 with size 4294967295",
-                    "ends at byte 8589934590");
+  EXPECT_BLOB_ERROR(parse_error(blob), "metadata at offset 4294967295 with size 4294967295", "ends at byte 8589934590");
 }
 
 TEST(BlobHeader, RefusesAnEngineOffsetInsideTheHeader) {
@@ -96,8 +95,8 @@ TEST(BlobHeader, RefusesAnUnalignedEngineOffset) {
 TEST(BlobHeader, RefusesAnEngineRunningPastTheEnd) {
   std::vector<uint8_t> blob = valid_blob();
   put_le(blob, kEngineSizeField, 17, 8);
-  EXPECT_BLOB_ERROR(parse_error(blob), "with size 17 runs past the end of the " + std::to_string(blob.size()) +
-                                           "-byte blob");
+  EXPECT_BLOB_ERROR(parse_error(blob),
+                    "with size 17 runs past the end of the " + std::to_string(blob.size()) + "-byte blob");
 }
 
 TEST(BlobHeader, RefusesAnAbsurdEngineSizeThatWouldWrapAround) {

@@ -17,8 +17,8 @@ constexpr const char* kXY = R"({"name":"x","is_input":true},{"name":"y","is_inpu
 std::string bindings(const std::string& elements) { return R"({"io_bindings":[)" + elements + "]}"; }
 
 TEST(BlobMetadata, RefusesBrokenJsonWithTheParserPosition) {
-  EXPECT_BLOB_ERROR(parse_error(std::string(R"({"io_bindings":[)")), "metadata (16 bytes at offset 32) is not valid JSON",
-                    "line 1, column", "re-export the model");
+  EXPECT_BLOB_ERROR(parse_error(std::string(R"({"io_bindings":[)")),
+                    "metadata (16 bytes at offset 32) is not valid JSON", "line 1, column", "re-export the model");
 }
 
 TEST(BlobMetadata, RefusesTrailingGarbageAfterTheObject) {
@@ -82,8 +82,9 @@ TEST(BlobMetadata, RefusesAnEmptyBindingName) {
 }
 
 TEST(BlobMetadata, RefusesDuplicateBindingNames) {
-  EXPECT_BLOB_ERROR(parse_error(bindings(R"({"name":"x"},{"name":"y","is_input":false},{"name":"x","is_input":false})")),
-                    "io_bindings[0] and io_bindings[2] are both named 'x'");
+  EXPECT_BLOB_ERROR(
+      parse_error(bindings(R"({"name":"x"},{"name":"y","is_input":false},{"name":"x","is_input":false})")),
+      "io_bindings[0] and io_bindings[2] are both named 'x'");
 }
 
 TEST(BlobMetadata, RefusesAnInputAfterAnOutput) {
@@ -140,8 +141,10 @@ TEST(BlobMetadata, RefusesAliasedIoThatIsNotAnArray) {
 }
 
 TEST(BlobMetadata, RefusesAnAliasWithoutOutputOrInput) {
-  EXPECT_BLOB_ERROR(parse_error(json_with(R"("aliased_io":[{"input":"x"}])")), "metadata has no 'aliased_io[0].output'");
-  EXPECT_BLOB_ERROR(parse_error(json_with(R"("aliased_io":[{"output":"y"}])")), "metadata has no 'aliased_io[0].input'");
+  EXPECT_BLOB_ERROR(parse_error(json_with(R"("aliased_io":[{"input":"x"}])")),
+                    "metadata has no 'aliased_io[0].output'");
+  EXPECT_BLOB_ERROR(parse_error(json_with(R"("aliased_io":[{"output":"y"}])")),
+                    "metadata has no 'aliased_io[0].input'");
 }
 
 TEST(BlobMetadata, RefusesAnAliasKindThatIsNotAString) {
@@ -197,9 +200,7 @@ TEST(BlobMetadata, ReportsTheFirstProblemInKeyOrder) {
   EXPECT_BLOB_ERROR(parse_error(json_with(R"("target_platform":1,"device_id":"x")")), "'device_id'");
 }
 
-TEST(BlobMetadata, AcceptsAnEmptyBindingList) {
-  EXPECT_EQ(parse_error(std::string(R"({"io_bindings":[]})")), "");
-}
+TEST(BlobMetadata, AcceptsAnEmptyBindingList) { EXPECT_EQ(parse_error(std::string(R"({"io_bindings":[]})")), ""); }
 
 TEST(BlobMetadata, AcceptsUnknownValuesNestedUpToTheDepthLimit) {
   // The top-level object is level 1, so 63 more brackets make 64.

@@ -129,9 +129,9 @@ TEST(BlobRoundTrip, MissingOrEmptyAliasKindMeansKvCacheUpdate) {
 }
 
 TEST(BlobRoundTrip, MissingSymbolicDimsMeansNone) {
-  const ParsedBlob parsed = parse_ok(raw_blob(
-      R"({"io_bindings":[{"name":"x"}],"profile_signature":{"num_profiles":1,)"
-      R"("inputs":[{"name":"x","profiles":[{"min":[1],"opt":[2],"max":[3]}]}]}})"));
+  const ParsedBlob parsed =
+      parse_ok(raw_blob(R"({"io_bindings":[{"name":"x"}],"profile_signature":{"num_profiles":1,)"
+                        R"("inputs":[{"name":"x","profiles":[{"min":[1],"opt":[2],"max":[3]}]}]}})"));
   ASSERT_TRUE(parsed.metadata.profile_signature.has_value());
   EXPECT_TRUE(parsed.metadata.profile_signature->symbolic_dims.empty());
 }
@@ -149,9 +149,9 @@ TEST(BlobRoundTrip, UnknownKeysAreIgnoredAtEveryLevel) {
 
 TEST(BlobRoundTrip, ScalarKeysAreFoundInAnyOrder) {
   // Upstream's original reader depended on key order; JSON does not.
-  const ParsedBlob parsed = parse_ok(raw_blob(
-      R"({"target_platform":"t","device_id":2,"hardware_compatible":true,"serialized_metadata":"s",)"
-      R"("io_bindings":[{"is_input":true,"shape":[1],"dtype":"f","name":"x"}]})"));
+  const ParsedBlob parsed =
+      parse_ok(raw_blob(R"({"target_platform":"t","device_id":2,"hardware_compatible":true,"serialized_metadata":"s",)"
+                        R"("io_bindings":[{"is_input":true,"shape":[1],"dtype":"f","name":"x"}]})"));
   EXPECT_EQ(parsed.metadata.device_id, 2);
   EXPECT_TRUE(parsed.metadata.hardware_compatible);
   EXPECT_EQ(parsed.metadata.serialized_metadata, "s");

@@ -24,10 +24,10 @@ std::string read_error(const Metadata& m) {
   return parse_error(testing::raw_blob(json, 16, "TR02"));
 }
 
-#define EXPECT_SIGNATURE_ERROR(metadata, ...)                         \
-  do {                                                                \
-    EXPECT_BLOB_ERROR(validation_error(metadata), __VA_ARGS__);       \
-    EXPECT_BLOB_ERROR(read_error(metadata), __VA_ARGS__);             \
+#define EXPECT_SIGNATURE_ERROR(metadata, ...)                   \
+  do {                                                          \
+    EXPECT_BLOB_ERROR(validation_error(metadata), __VA_ARGS__); \
+    EXPECT_BLOB_ERROR(read_error(metadata), __VA_ARGS__);       \
   } while (0)
 
 ProfileSignature& sig(Metadata& m) { return *m.profile_signature; }
@@ -89,8 +89,7 @@ TEST(BlobSignature, RefusesARankAboveTensorRtsLimit) {
 TEST(BlobSignature, RefusesMinAboveOpt) {
   Metadata m = llm_metadata();
   sig(m).inputs[0].profiles[1].min = {1, 600};
-  EXPECT_SIGNATURE_ERROR(m, "'input_ids' profile 1 dim 1 has min 600, opt 512, max 2048",
-                         "0 <= min <= opt <= max");
+  EXPECT_SIGNATURE_ERROR(m, "'input_ids' profile 1 dim 1 has min 600, opt 512, max 2048", "0 <= min <= opt <= max");
 }
 
 TEST(BlobSignature, RefusesOptAboveMax) {
@@ -114,8 +113,9 @@ TEST(BlobSignature, RefusesAnInputThatIsNotAnEngineInput) {
 TEST(BlobSignature, RefusesAnInputDescribedTwice) {
   Metadata m = llm_metadata();
   sig(m).inputs.push_back(sig(m).inputs[0]);
-  EXPECT_SIGNATURE_ERROR(m, "profile_signature.inputs[0] and profile_signature.inputs[1] both describe input "
-                            "'input_ids'");
+  EXPECT_SIGNATURE_ERROR(m,
+                         "profile_signature.inputs[0] and profile_signature.inputs[1] both describe input "
+                         "'input_ids'");
 }
 
 TEST(BlobSignature, RefusesASymbolicDimWithoutAName) {
@@ -164,8 +164,9 @@ TEST(BlobSignature, RefusesTheSameDimDescribedTwice) {
   Metadata m = llm_metadata();
   sig(m).symbolic_dims.push_back(sig(m).symbolic_dims[0]);
   sig(m).symbolic_dims[1].name = "tokens";
-  EXPECT_SIGNATURE_ERROR(m, "symbolic_dims[0] and profile_signature.symbolic_dims[1] both describe dim 1 of input "
-                            "'input_ids'");
+  EXPECT_SIGNATURE_ERROR(m,
+                         "symbolic_dims[0] and profile_signature.symbolic_dims[1] both describe dim 1 of input "
+                         "'input_ids'");
 }
 
 TEST(BlobSignature, OneSymbolMayNameDimsOfSeveralInputs) {
@@ -182,7 +183,8 @@ std::string signature_json(const std::string& signature) {
 }
 
 TEST(BlobSignature, RefusesAMissingNumProfiles) {
-  EXPECT_BLOB_ERROR(parse_error(signature_json(R"({"inputs":[]})")), "metadata has no 'profile_signature.num_profiles'");
+  EXPECT_BLOB_ERROR(parse_error(signature_json(R"({"inputs":[]})")),
+                    "metadata has no 'profile_signature.num_profiles'");
 }
 
 TEST(BlobSignature, RefusesANumProfilesThatIsNotAnInt32) {
@@ -199,10 +201,12 @@ TEST(BlobSignature, RefusesMissingOrNonArrayInputs) {
 }
 
 TEST(BlobSignature, RefusesMalformedProfileBounds) {
-  EXPECT_BLOB_ERROR(parse_error(signature_json(R"({"num_profiles":1,"inputs":[{"name":"x","profiles":[{"min":[1],"opt":[1]}]}]})")),
-                    "metadata has no 'profile_signature.inputs[0].profiles[0].max'");
   EXPECT_BLOB_ERROR(
-      parse_error(signature_json(R"({"num_profiles":1,"inputs":[{"name":"x","profiles":[{"min":[1],"opt":["1"],"max":[1]}]}]})")),
+      parse_error(signature_json(R"({"num_profiles":1,"inputs":[{"name":"x","profiles":[{"min":[1],"opt":[1]}]}]})")),
+      "metadata has no 'profile_signature.inputs[0].profiles[0].max'");
+  EXPECT_BLOB_ERROR(
+      parse_error(signature_json(
+          R"({"num_profiles":1,"inputs":[{"name":"x","profiles":[{"min":[1],"opt":["1"],"max":[1]}]}]})")),
       "'profile_signature.inputs[0].profiles[0].opt[0]' must be an integer, got a string");
   EXPECT_BLOB_ERROR(parse_error(signature_json(R"({"num_profiles":1,"inputs":[{"name":"x","profiles":[[1]]}]})")),
                     "'profile_signature.inputs[0].profiles[0]' must be an object, got an array");
@@ -214,9 +218,9 @@ TEST(BlobSignature, RefusesMalformedSymbolicDims) {
   const std::string input = R"("inputs":[{"name":"x","profiles":[{"min":[1],"opt":[1],"max":[1]}]}])";
   EXPECT_BLOB_ERROR(parse_error(signature_json(R"({"num_profiles":1,)" + input + R"(,"symbolic_dims":{}})")),
                     "'profile_signature.symbolic_dims' must be an array, got an object");
-  EXPECT_BLOB_ERROR(
-      parse_error(signature_json(R"({"num_profiles":1,)" + input + R"(,"symbolic_dims":[{"name":"s","input":"x","ranges":[[1,1]]}]})")),
-      "metadata has no 'profile_signature.symbolic_dims[0].dim'");
+  EXPECT_BLOB_ERROR(parse_error(signature_json(R"({"num_profiles":1,)" + input +
+                                               R"(,"symbolic_dims":[{"name":"s","input":"x","ranges":[[1,1]]}]})")),
+                    "metadata has no 'profile_signature.symbolic_dims[0].dim'");
   EXPECT_BLOB_ERROR(
       parse_error(signature_json(R"({"num_profiles":1,)" + input +
                                  R"(,"symbolic_dims":[{"name":"s","input":"x","dim":0,"ranges":[[1,1,1]]}]})")),

@@ -101,13 +101,13 @@ inline std::string json_with(const std::string& extra) {
 
 // Asserts the parse failed with a message starting "TensorRT blob: " and
 // containing every fragment.
-#define EXPECT_BLOB_ERROR(error_expr, ...)                                              \
-  do {                                                                                  \
-    const std::string etrt_error_ = (error_expr);                                       \
-    EXPECT_EQ(etrt_error_.rfind("TensorRT blob: ", 0), 0u) << "error: " << etrt_error_; \
-    for (const std::string& etrt_fragment_ : std::initializer_list<std::string>{__VA_ARGS__})                                    \
-      EXPECT_NE(etrt_error_.find(etrt_fragment_), std::string::npos)                    \
-          << "missing \"" << etrt_fragment_ << "\" in: " << etrt_error_;                \
+#define EXPECT_BLOB_ERROR(error_expr, ...)                                                    \
+  do {                                                                                        \
+    const std::string etrt_error_ = (error_expr);                                             \
+    EXPECT_EQ(etrt_error_.rfind("TensorRT blob: ", 0), 0u) << "error: " << etrt_error_;       \
+    for (const std::string& etrt_fragment_ : std::initializer_list<std::string>{__VA_ARGS__}) \
+      EXPECT_NE(etrt_error_.find(etrt_fragment_), std::string::npos)                          \
+          << "missing \"" << etrt_fragment_ << "\" in: " << etrt_error_;                      \
   } while (0)
 
 }  // namespace etrt::blob::testing

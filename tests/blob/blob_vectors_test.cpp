@@ -40,7 +40,8 @@ Json read_json(const fs::path& path) {
 
 std::vector<uint8_t> from_hex(const std::string& hex) {
   std::vector<uint8_t> out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
   return out;
 }
 
@@ -87,8 +88,8 @@ std::vector<std::string> case_names(const fs::path& dir, const char* extension) 
 
 TEST(BlobVectors, TheSetCoversTheRequiredCases) {
   const std::vector<std::string> names = case_names(kVectorDir, ".blob");
-  for (const char* required : {"upstream_minimal", "aliased_io_tr02", "profile_signature_llm", "escaped_strings",
-                               "no_padding"})
+  for (const char* required :
+       {"upstream_minimal", "aliased_io_tr02", "profile_signature_llm", "escaped_strings", "no_padding"})
     EXPECT_NE(std::find(names.begin(), names.end(), required), names.end()) << required;
   EXPECT_GE(read_json(kVectorDir / "invalid" / "invalid.json").size(), 10u);
 }

@@ -30,7 +30,9 @@ TEST(BlobWriter, EscapesOtherControlBytesAndDelAsLowercaseU00xx) {
 }
 
 TEST(BlobWriter, EscapesNonAsciiAsLowercaseUxxxx) {
-  EXPECT_EQ(escaped("entr\xC3\xA9" "e \xE2\x82\xAC \xEF\xBF\xBF"), R"("entr\u00e9e \u20ac \uffff")");
+  EXPECT_EQ(escaped("entr\xC3\xA9"
+                    "e \xE2\x82\xAC \xEF\xBF\xBF"),
+            R"("entr\u00e9e \u20ac \uffff")");
 }
 
 TEST(BlobWriter, EscapesCharactersAboveTheBmpAsSurrogatePairs) {
@@ -48,9 +50,11 @@ TEST(BlobWriter, LeavesPrintableAsciiAlone) {
 
 TEST(BlobWriter, TurnsBytesThatAreNotUtf8IntoReplacementCharacters) {
   // Only reachable through metadata_to_json; write_blob refuses such metadata.
-  EXPECT_EQ(escaped("a\xFF" "b\xC3"), R"("a\ufffdb\ufffd")");
+  EXPECT_EQ(escaped("a\xFF"
+                    "b\xC3"),
+            R"("a\ufffdb\ufffd")");
   EXPECT_EQ(escaped("\xED\xA0\x80"), R"("\ufffd\ufffd\ufffd")");  // an encoded surrogate
-  EXPECT_EQ(escaped("\xC0\xAF"), R"("\ufffd\ufffd")");             // an overlong '/'
+  EXPECT_EQ(escaped("\xC0\xAF"), R"("\ufffd\ufffd")");            // an overlong '/'
 }
 
 TEST(BlobWriter, WritesIntegersLikePython) {

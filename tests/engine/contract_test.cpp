@@ -91,8 +91,9 @@ TEST_F(ReferenceContract, SwitchingBackToTheActiveProfileStillUnsetsShapesAndCou
 
 TEST_F(ReferenceContract, SetInputShapeOutsideTheActiveProfileFails) {
   EXPECT_FALSE(context_->set_input_shape(0, make_shape({1, 4})));
-  EXPECT_TRUE(has(context_->last_error(), "set_input_shape('ids', [1, 4]): dim 1 = 4 is outside [1, 1] of the "
-                                          "active profile 0"))
+  EXPECT_TRUE(has(context_->last_error(),
+                  "set_input_shape('ids', [1, 4]): dim 1 = 4 is outside [1, 1] of the "
+                  "active profile 0"))
       << context_->last_error();
   expect_refusal_traced(label_, TraceKind::kSetInputShape, context_->last_error());
 
@@ -147,14 +148,34 @@ TEST_F(ReferenceContract, EnqueueFailsUntilEveryTensorAddressIsSet) {
   EXPECT_TRUE(context_->enqueue(nullptr)) << context_->last_error();
 }
 
-TEST_F(ReferenceContract, SetTensorAddressRefusesNullAndMisalignedPointers) {
-  EXPECT_FALSE(context_->set_tensor_address(0, nullptr));
-  EXPECT_TRUE(has(context_->last_error(), "set_tensor_address('ids'): the address is null")) << context_->last_error();
-  expect_refusal_traced(label_, TraceKind::kSetTensorAddress, context_->last_error());
+TEST_F(ReferenceContract, SetTensorAddressRefusesMisalignedPointersAndBadIndices) {
   auto* misaligned = reinterpret_cast<uint8_t*>(ids_.data()) + 4;
   EXPECT_FALSE(context_->set_tensor_address(0, misaligned));
   EXPECT_TRUE(has(context_->last_error(), "not aligned to its 8-byte int64 elements")) << context_->last_error();
+  expect_refusal_traced(label_, TraceKind::kSetTensorAddress, context_->last_error());
   EXPECT_FALSE(context_->set_tensor_address(5, ids_.data()));
+  EXPECT_TRUE(has(context_->last_error(), "io index 5 is out of range")) << context_->last_error();
+}
+
+TEST_F(ReferenceContract, EnqueueRefusesANullAddressForANonEmptyTensor) {
+  ASSERT_TRUE(context_->set_input_shape(0, make_shape({1, 1})));
+  ASSERT_TRUE(context_->set_tensor_address(0, ids_.data()));
+  ASSERT_TRUE(context_->set_tensor_address(1, nullptr));
+  EXPECT_FALSE(context_->enqueue(nullptr));
+  EXPECT_TRUE(has(context_->last_error(), "'logits' has shape [1, 1, 3] but a null address")) << context_->last_error();
+  expect_refusal_traced(label_, TraceKind::kEnqueue, context_->last_error());
+}
+
+TEST(ReferenceContractEmpty, EmptyTensorsMayBeBoundToNull) {
+  Builder b(test_label());
+  b.add_input("x", DataType::kFloat32, make_shape({-1})).add_output("y", DataType::kFloat32, make_shape({-1}));
+  b.set_profile_shape(b.add_profile(), "x", make_shape({0}), make_shape({2}), make_shape({4}));
+  b.identity("x", "y");
+  std::unique_ptr<ReferenceEngine> engine = load(build_or_fail(b));
+  std::unique_ptr<ExecutionContext> context = engine->create_context({});
+  ASSERT_TRUE(context->set_input_shape(0, make_shape({0})));
+  ASSERT_TRUE(context->set_tensor_address(0, nullptr) && context->set_tensor_address(1, nullptr));
+  EXPECT_TRUE(context->enqueue(nullptr)) << context->last_error();
 }
 
 TEST_F(ReferenceContract, AFailedCallLeavesTheContextUsable) {

@@ -1,9 +1,10 @@
 // deserialize_engine: reference bytes become a reference engine; anything else
 // goes to TensorRT, or -- in a build without it -- is refused with the fix.
 
+#include "engine/factory.h"
+
 #include <gtest/gtest.h>
 
-#include "engine/factory.h"
 #include "reference_fixtures.h"
 
 namespace etrt::engine::testing {
@@ -57,10 +58,9 @@ TEST(EngineFactory, RefusesEmptyBytes) {
 #endif
 
 TEST(EngineDataType, SizesAndSpellingsRoundTrip) {
-  const std::pair<DataType, size_t> kSizes[] = {{DataType::kFloat32, 4}, {DataType::kFloat16, 2},
-                                                {DataType::kBFloat16, 2}, {DataType::kInt8, 1},
-                                                {DataType::kUInt8, 1},   {DataType::kInt32, 4},
-                                                {DataType::kInt64, 8},   {DataType::kBool, 1}};
+  const std::pair<DataType, size_t> kSizes[] = {
+      {DataType::kFloat32, 4}, {DataType::kFloat16, 2}, {DataType::kBFloat16, 2}, {DataType::kInt8, 1},
+      {DataType::kUInt8, 1},   {DataType::kInt32, 4},   {DataType::kInt64, 8},    {DataType::kBool, 1}};
   for (const auto& [type, size] : kSizes) {
     EXPECT_EQ(element_size(type), size) << to_string(type);
     DataType parsed = DataType::kBool;

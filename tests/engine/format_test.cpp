@@ -1,11 +1,12 @@
 // Malformed engine bytes: refused with a clear error, never a crash or an
 // out-of-bounds read (run under AddressSanitizer to hold the second half).
 
+#include "engine/reference/format.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "engine/reference/format.h"
 #include "reference_fixtures.h"
 
 namespace etrt::engine::reference::testing {

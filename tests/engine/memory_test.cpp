@@ -126,6 +126,8 @@ TEST(ReferenceMemory, TwoContextsShareOneScratchBufferOneAfterTheOther) {
     ASSERT_TRUE(run_llm(*decode, token, &logits)) << decode->last_error();
     EXPECT_EQ(logits, expected_logits(token));
   }
+  for (const TraceEvent& created : events_of(label, TraceKind::kCreateContext))
+    EXPECT_TRUE(created.user_managed_memory);
   std::vector<TraceEvent> memory = events_of(label, TraceKind::kSetDeviceMemory);
   ASSERT_EQ(memory.size(), 2u);
   EXPECT_EQ(memory[0].address, memory[1].address);

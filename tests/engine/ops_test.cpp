@@ -57,8 +57,9 @@ TEST(ReferenceOps, EmbeddingIdOutsideTheVocabularyFailsTheEnqueueNamingIt) {
   std::vector<int64_t> ids = {1, kVocab};
   std::vector<float> logits;
   EXPECT_FALSE(run_llm(*context, ids, &logits));
-  EXPECT_NE(std::string(context->last_error()).find("id 6 at flat position 1 of 'ids' is outside the vocabulary [0, 6)"),
-            std::string::npos)
+  EXPECT_NE(
+      std::string(context->last_error()).find("id 6 at flat position 1 of 'ids' is outside the vocabulary [0, 6)"),
+      std::string::npos)
       << context->last_error();
 
   ids = {-1, 0};
@@ -66,8 +67,8 @@ TEST(ReferenceOps, EmbeddingIdOutsideTheVocabularyFailsTheEnqueueNamingIt) {
   EXPECT_NE(std::string(context->last_error()).find("id -1"), std::string::npos) << context->last_error();
 
   ids = {0, 5};
-  EXPECT_TRUE(run_llm(*context, ids, &logits)) << "a failed enqueue leaves the context usable: "
-                                              << context->last_error();
+  EXPECT_TRUE(run_llm(*context, ids, &logits))
+      << "a failed enqueue leaves the context usable: " << context->last_error();
 }
 
 TEST(ReferenceOps, AddSumsTwoTensorsOfOneShape) {

@@ -22,10 +22,10 @@ TEST(ReferenceTrace, RecordsEveryCallInOrderWithItsArguments) {
     ASSERT_TRUE(context->enqueue(&stream));
   }
   std::vector<TraceEvent> events = trace_events(label);
-  const TraceKind kExpected[] = {TraceKind::kLoadEngine,        TraceKind::kCreateContext,
-                                 TraceKind::kSetOptimizationProfile, TraceKind::kSetInputShape,
-                                 TraceKind::kSetTensorAddress,  TraceKind::kSetTensorAddress,
-                                 TraceKind::kEnqueue,           TraceKind::kDestroyContext};
+  const TraceKind kExpected[] = {
+      TraceKind::kLoadEngine,    TraceKind::kCreateContext,    TraceKind::kSetOptimizationProfile,
+      TraceKind::kSetInputShape, TraceKind::kSetTensorAddress, TraceKind::kSetTensorAddress,
+      TraceKind::kEnqueue,       TraceKind::kDestroyContext};
   ASSERT_EQ(events.size(), std::size(kExpected)) << dump(label);
   for (size_t i = 0; i < events.size(); ++i) {
     EXPECT_EQ(events[i].kind, kExpected[i]) << to_string(events[i]);

@@ -14,8 +14,8 @@
 namespace etrt::profile {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::decode_prefill_table;
+using ::testing::HasSubstr;
 using testing::S;
 using testing::static_single_table;
 

@@ -12,13 +12,13 @@
 namespace etrt::profile {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::build_table;
 using testing::decode_prefill_table;
 using testing::dynamic_single_table;
 using testing::fixed_input;
+using ::testing::HasSubstr;
 using testing::input;
+using ::testing::Not;
 using testing::overlapping_table;
 using testing::S;
 using testing::static_single_table;
@@ -216,14 +216,12 @@ TEST(ChooseProfile, AutoComparesOnlyTheDimensionsThatDistinguishProfiles) {
 }
 
 TEST(ChooseProfile, AutoWithNoFittingProfileIsRefusedListingEveryProfilesBounds) {
-  const std::string message =
-      refusal(decode_prefill_table(), kSticky, 0, {S({1, 4096}), S({1, 4096}), S({16})});
+  const std::string message = refusal(decode_prefill_table(), kSticky, 0, {S({1, 4096}), S({1, 4096}), S({16})});
   EXPECT_THAT(message, HasSubstr("no optimization profile accepts these input shapes"));
   EXPECT_THAT(message, HasSubstr("policy sticky-first-fit, active profile 0"));
   EXPECT_THAT(message, HasSubstr("inputs: input_ids [1, 4096], attention_mask [1, 4096], rope_scale [16]"));
   EXPECT_THAT(message, HasSubstr("profile 0: input_ids [1, 1], attention_mask [1, 1], rope_scale [16]"));
-  EXPECT_THAT(message,
-              HasSubstr("profile 1: input_ids [1, 32..2048], attention_mask [1, 32..2048], rope_scale [16]"));
+  EXPECT_THAT(message, HasSubstr("profile 1: input_ids [1, 32..2048], attention_mask [1, 32..2048], rope_scale [16]"));
   EXPECT_THAT(message, HasSubstr("etrt::OptimizationProfileGuard(index)"));
 }
 

@@ -12,7 +12,6 @@
 #include "profile/selection.h"
 #include "table_builders.h"
 
-
 namespace etrt::profile {
 namespace {
 

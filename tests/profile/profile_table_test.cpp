@@ -13,10 +13,10 @@
 namespace etrt::profile {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::build_table;
 using testing::decode_prefill_table;
 using testing::fixed_input;
+using ::testing::HasSubstr;
 using testing::input;
 using testing::S;
 
@@ -116,9 +116,7 @@ TEST(ProfileTable, LabelSetBeforeBuildSurvivesIt) {
   EXPECT_EQ(table.label(), "TensorRT delegate 'forward' #0");
 }
 
-TEST(ProfileTable, BuildRefusesZeroProfiles) {
-  EXPECT_THAT(build_error(0, {}), HasSubstr("0 optimization profiles"));
-}
+TEST(ProfileTable, BuildRefusesZeroProfiles) { EXPECT_THAT(build_error(0, {}), HasSubstr("0 optimization profiles")); }
 
 TEST(ProfileTable, BuildRefusesANegativeProfileCount) {
   EXPECT_THAT(build_error(-1, {}), HasSubstr("-1 optimization profiles"));

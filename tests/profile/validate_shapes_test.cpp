@@ -14,12 +14,12 @@
 namespace etrt::profile {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::build_table;
 using testing::decode_prefill_table;
 using testing::dynamic_single_table;
+using ::testing::HasSubstr;
 using testing::input;
+using ::testing::Not;
 using testing::S;
 
 // The refusal's message, or "" when the shapes were accepted.
@@ -61,7 +61,8 @@ TEST(ValidateShapes, PointsAtAnotherProfileThatAcceptsTheShapes) {
 TEST(ValidateShapes, ListsEachProfilesRangeForTheDimensionWhenNoProfileAccepts) {
   const std::string message = validate(decode_prefill_table(), 0, {S({1, 4096}), S({1, 4096}), S({16})});
   EXPECT_THAT(message, HasSubstr("No profile of this engine accepts these input shapes"));
-  EXPECT_THAT(message, HasSubstr("reshape 'input_ids' so dimension 1 fits a profile (profile 0: 1, profile 1: 32..2048)"));
+  EXPECT_THAT(message,
+              HasSubstr("reshape 'input_ids' so dimension 1 fits a profile (profile 0: 1, profile 1: 32..2048)"));
 }
 
 TEST(ValidateShapes, ChecksDimensionsThatDoNotDistinguishProfiles) {
@@ -88,8 +89,7 @@ TEST(ValidateShapes, RefusesExtremeAndNegativeValuesWithoutOverflow) {
 TEST(ValidateShapes, RefusesAProfileIndexOutsideTheTable) {
   EXPECT_THAT(validate(decode_prefill_table(), 2, {S({1, 1}), S({1, 1}), S({16})}),
               HasSubstr("cannot validate inputs against optimization profile 2"));
-  EXPECT_THAT(validate(decode_prefill_table(), -1, {S({1, 1}), S({1, 1}), S({16})}),
-              HasSubstr("profile -1"));
+  EXPECT_THAT(validate(decode_prefill_table(), -1, {S({1, 1}), S({1, 1}), S({16})}), HasSubstr("profile -1"));
 }
 
 TEST(ValidateShapes, RefusesAWrongNumberOfInputs) {
@@ -102,9 +102,7 @@ TEST(ValidateShapes, RefusesARankMismatch) {
               HasSubstr("input 'rope_scale' (input 2) has rank 2 (shape [1, 16]), but the engine expects rank 1"));
 }
 
-TEST(ValidateShapes, AcceptsNoShapesForAnEngineWithNoInputs) {
-  EXPECT_EQ(validate(build_table(2, {}), 1, {}), "");
-}
+TEST(ValidateShapes, AcceptsNoShapesForAnEngineWithNoInputs) { EXPECT_EQ(validate(build_table(2, {}), 1, {}), ""); }
 
 TEST(ValidateShapes, AcceptsRankZeroInputs) {
   const ProfileTable table = build_table(1, {input("scalar", {{S({}), S({}), S({})}})});

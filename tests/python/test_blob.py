@@ -261,12 +261,15 @@ def test_refuses_overlapping_regions():
         (b'{"io_bindings":[7]}', "metadata field 'io_bindings[0]' must be an object, got an integer"),
         (b'{"io_bindings":[{"is_input":true}]}', "metadata has no 'io_bindings[0].name'"),
         (b'{"io_bindings":[{"name":"x","is_input":1}]}', "'io_bindings[0].is_input' must be a boolean, got an integer"),
-        (b'{"io_bindings":[{"name":"x","shape":[true]}]}', "'io_bindings[0].shape[0]' must be an integer, got a boolean"),
+        (
+            b'{"io_bindings":[{"name":"x","shape":[true]}]}',
+            "'io_bindings[0].shape[0]' must be an integer, got a boolean",
+        ),
         (b'{"io_bindings":[{"name":"x","shape":[-9223372036854775809]}]}', "must be an integer, got a number"),
         (b'{"io_bindings":[],"device_id":1.0}', "'device_id' must be an integer, got a number"),
         (b'{"io_bindings":[],"hardware_compatible":null}', "'hardware_compatible' must be a boolean, got null"),
         (b'{"io_bindings":[],"serialized_metadata":1}', "'serialized_metadata' must be a string, got an integer"),
-        (b'{"io_bindings":[{"name":"\\ud800"}]}', "io_bindings[0].name is not valid UTF-8"),
+        (b'{"io_bindings":[{"name":"\\ud800"}]}', "is not valid JSON: lone surrogate \\ud800"),
         (b'{"io_bindings":[{"name":"x"},{"name":"x","is_input":false}]}', "are both named 'x'"),
         (b'{"io_bindings":[{"name":"y","is_input":false},{"name":"x"}]}', "is an input but comes after output"),
         (
@@ -276,7 +279,8 @@ def test_refuses_overlapping_regions():
         (
             b'{"io_bindings":[{"name":"x"}],"profile_signature":{"num_profiles":1,"inputs":[{"name":"x","profiles":'
             b'[{"min":[1],"opt":[1],"max":[1]}]}],"symbolic_dims":[{"name":"s","input":"x","dim":0,"ranges":[[1]]}]}}',
-            "'profile_signature.symbolic_dims[0].ranges[0]' must be an array of two integers [lo, hi], got an array of 1",
+            "'profile_signature.symbolic_dims[0].ranges[0]' must be an array of two integers [lo, hi], "
+            "got an array of 1",
         ),
     ],
 )

@@ -89,6 +89,7 @@ class ReferenceContext final : public ExecutionContext {
         user_managed_(user_managed),
         owned_scratch_(std::move(owned)),
         input_set_(state_->model.io.size(), false),
+        address_set_(state_->model.io.size(), false),
         shapes_(static_cast<size_t>(state_->model.num_tensors())),
         data_(static_cast<size_t>(state_->model.num_tensors()), nullptr) {
     const Model& m = state_->model;
@@ -96,7 +97,6 @@ class ReferenceContext final : public ExecutionContext {
       data_[static_cast<size_t>(m.constant_id(i))] = const_cast<float*>(m.constants[i].values.data());
     if (!user_managed_) {
       scratch_ = owned_scratch_.get();
-      scratch_size_ = state_->plan.device_memory_size;
       scratch_set_ = true;
     }
   }
@@ -170,18 +170,19 @@ class ReferenceContext final : public ExecutionContext {
       return traced(fail("set_input_shape: io index " + std::to_string(io_index) + " is out of range 0.." +
                          std::to_string(m.num_io() - 1)));
     const TensorDesc& t = m.io[static_cast<size_t>(io_index)];
-    const std::string call = "set_input_shape('" + t.name + "', " + shape_to_string(shape) + ")";
-    if (!t.is_input) return traced(fail(call + ": '" + t.name + "' is an output; only inputs take shapes"));
+    // Words for the refusals only: the success path must not allocate.
+    auto call = [&] { return "set_input_shape('" + t.name + "', " + shape_to_string(shape) + ")"; };
+    if (!t.is_input) return traced(fail(call() + ": '" + t.name + "' is an output; only inputs take shapes"));
     if (shape.rank != t.shape.rank)
-      return traced(fail(call + ": rank " + std::to_string(shape.rank) + ", the input has rank " +
+      return traced(fail(call() + ": rank " + std::to_string(shape.rank) + ", the input has rank " +
                          std::to_string(t.shape.rank) + " " + shape_to_string(t.shape)));
     const InputRange& r = m.profiles[static_cast<size_t>(profile_)][static_cast<size_t>(ordinal(io_index))];
     for (int32_t d = 0; d < shape.rank; ++d)
       if (shape.d[d] < r.min.d[d] || shape.d[d] > r.max.d[d])
-        return traced(fail(call + ": dim " + std::to_string(d) + " = " + std::to_string(shape.d[d]) + " is outside [" +
-                           std::to_string(r.min.d[d]) + ", " + std::to_string(r.max.d[d]) + "] of the active profile " +
-                           std::to_string(profile_) + " (min " + shape_to_string(r.min) + ", max " +
-                           shape_to_string(r.max) + "); switch to a profile that covers it first"));
+        return traced(fail(call() + ": dim " + std::to_string(d) + " = " + std::to_string(shape.d[d]) +
+                           " is outside [" + std::to_string(r.min.d[d]) + ", " + std::to_string(r.max.d[d]) +
+                           "] of the active profile " + std::to_string(profile_) + " (min " + shape_to_string(r.min) +
+                           ", max " + shape_to_string(r.max) + "); switch to a profile that covers it first"));
     shapes_[static_cast<size_t>(io_index)] = shape;
     input_set_[static_cast<size_t>(io_index)] = true;
     inferred_ = false;
@@ -227,12 +228,13 @@ class ReferenceContext final : public ExecutionContext {
       return traced(fail("set_tensor_address: io index " + std::to_string(io_index) + " is out of range 0.." +
                          std::to_string(m.num_io() - 1)));
     const TensorDesc& t = m.io[static_cast<size_t>(io_index)];
-    if (address == nullptr) return traced(fail("set_tensor_address('" + t.name + "'): the address is null"));
+    // Null is accepted here, as TensorRT does, for tensors that turn out empty; enqueue refuses it otherwise.
     const size_t align = element_size(t.dtype);
     if (reinterpret_cast<uintptr_t>(address) % align != 0)
       return traced(fail("set_tensor_address('" + t.name + "'): address is not aligned to its " +
                          std::to_string(align) + "-byte " + to_string(t.dtype) + " elements"));
     data_[static_cast<size_t>(io_index)] = address;
+    address_set_[static_cast<size_t>(io_index)] = true;
     return traced(nullptr);
   }
 
@@ -245,28 +247,29 @@ class ReferenceContext final : public ExecutionContext {
       return error == nullptr;
     };
     const uint64_t need = state_->plan.device_memory_size;
-    const std::string call = "set_device_memory(" + std::to_string(size) + " bytes)";
+    auto call = [&] { return "set_device_memory(" + std::to_string(size) + " bytes)"; };
     if (!user_managed_)
-      return traced(fail(call + ": this context owns its scratch memory; create it with user_managed_memory to "
-                                "supply memory"));
+      return traced(fail(call() + ": this context owns its scratch memory; create it with user_managed_memory to "
+                                  "supply memory"));
     if (size < need)
-      return traced(fail(call + ": engine '" + label() + "' needs " + std::to_string(need) +
+      return traced(fail(call() + ": engine '" + label() + "' needs " + std::to_string(need) +
                          " bytes (device_memory_size()) for its largest profile"));
-    if (memory == nullptr && size > 0) return traced(fail(call + ": the memory is null"));
+    if (memory == nullptr && size > 0) return traced(fail(call() + ": the memory is null"));
     if (reinterpret_cast<uintptr_t>(memory) % kScratchAlignment != 0)
-      return traced(fail(call + ": the memory is not " + std::to_string(kScratchAlignment) +
+      return traced(fail(call() + ": the memory is not " + std::to_string(kScratchAlignment) +
                          "-byte aligned (cudaMalloc's alignment; use aligned_alloc on the host)"));
     scratch_ = static_cast<uint8_t*>(memory);
-    scratch_size_ = size;
     scratch_set_ = true;
     return traced(nullptr);
   }
 
   bool enqueue(StreamHandle stream) override {
-    auto traced = [&](const std::string* error) {
+    auto traced = [&](const std::string* error, bool concurrent = false) {
       state_->trace_call(TraceKind::kEnqueue, id_, error, [&](TraceEvent& e) {
-        e.profile = profile_;
         e.stream = stream;
+        // A refused concurrent call must not read the state the running enqueue owns.
+        if (concurrent) return;
+        e.profile = profile_;
         const Model& m = state_->model;
         for (size_t i = 0; i < m.io.size(); ++i)
           if (m.io[i].is_input) e.input_shapes.push_back(input_set_[i] ? shapes_[i] : m.io[i].shape);
@@ -280,7 +283,7 @@ class ReferenceContext final : public ExecutionContext {
           "enqueue: another enqueue on this context is still in progress; one context is never enqueued from two "
           "threads or streams at once (use one context per thread)";
       fail(error);
-      return traced(&error);
+      return traced(&error, /*concurrent=*/true);
     }
     const bool ok = enqueue_claimed(stream);
     enqueueing_.store(false, std::memory_order_release);
@@ -331,7 +334,7 @@ class ReferenceContext final : public ExecutionContext {
       if (t.is_input && !input_set_[i])
         return refuse("enqueue: input '" + t.name + "' has no shape on profile " + std::to_string(profile_) +
                       "; call set_input_shape for every input (again after each profile switch)");
-      if (data_[i] == nullptr)
+      if (!address_set_[i])
         return refuse("enqueue: " + std::string(t.is_input ? "input" : "output") + " '" + t.name +
                       "' has no address; call set_tensor_address for every IO tensor");
     }
@@ -345,6 +348,10 @@ class ReferenceContext final : public ExecutionContext {
           "enqueue: the last profile switch was issued on another stream and may still be running there; "
           "switch and enqueue on the same stream");
     if (!infer()) return refuse("enqueue: " + inference_error_);
+    for (size_t i = 0; i < m.io.size(); ++i)
+      if (data_[i] == nullptr && shapes_[i].numel() > 0)
+        return refuse("enqueue: '" + m.io[i].name + "' has shape " + shape_to_string(shapes_[i]) +
+                      " but a null address; only empty tensors may be bound to null");
 
     const uint64_t scratch_bytes = state_->plan.device_memory_size;
     {
@@ -379,7 +386,7 @@ class ReferenceContext final : public ExecutionContext {
       scratch_[0] = 0;
       scratch_[scratch_bytes - 1] = 0;
     }
-    {
+    if (scratch_bytes > 0) {
       std::lock_guard<std::mutex> lock(state_->mutex);
       auto& uses = state_->scratch_in_use;
       for (size_t i = 0; i < uses.size(); ++i)
@@ -402,13 +409,13 @@ class ReferenceContext final : public ExecutionContext {
   StreamHandle switch_stream_ = nullptr;
   bool switched_since_enqueue_ = false;
   std::vector<bool> input_set_;        // by io index
+  std::vector<bool> address_set_;      // by io index
   mutable std::vector<Shape> shapes_;  // by tensor id: inputs as set, the rest inferred
   std::vector<void*> data_;            // by tensor id: IO addresses, constants, intermediates in scratch
   mutable bool inferred_ = false;
   mutable bool inference_ok_ = false;
   mutable std::string inference_error_;
   uint8_t* scratch_ = nullptr;
-  uint64_t scratch_size_ = 0;
   bool scratch_set_ = false;
   std::atomic<bool> enqueueing_{false};
   mutable std::mutex error_mutex_;
@@ -465,7 +472,9 @@ std::unique_ptr<ExecutionContext> ReferenceEngine::create_context(const ContextO
     owned.reset(static_cast<uint8_t*>(
         ::operator new[](static_cast<size_t>(bytes), std::align_val_t{kScratchAlignment}, std::nothrow)));
     if (!owned) {
-      last_error_ = "create_context: cannot allocate " + std::to_string(bytes) + " bytes of scratch memory";
+      last_error_ = "create_context: cannot allocate " + std::to_string(bytes) +
+                    " bytes of scratch memory; create the context with user_managed_memory and supply it";
+      state_->trace_call(TraceKind::kCreateContext, 0, &last_error_, [](TraceEvent&) {});
       return nullptr;
     }
   }
@@ -478,7 +487,7 @@ std::unique_ptr<ExecutionContext> ReferenceEngine::create_context(const ContextO
   auto context = std::make_unique<ReferenceContext>(state_, id, options.user_managed_memory, std::move(owned));
   state_->trace_call(TraceKind::kCreateContext, id, nullptr, [&](TraceEvent& e) {
     e.profile = 0;
-    e.size = options.user_managed_memory ? 1 : 0;
+    e.user_managed_memory = options.user_managed_memory;
   });
   return context;
 }

@@ -25,26 +25,39 @@
 
 namespace etrt::engine::reference {
 
+// What each kind fills in besides the common fields (sequence .. error):
+//   kLoadEngine              size = device_memory_size()
+//   kDestroyEngine           fails if contexts were still alive
+//   kCreateContext           profile (0), user_managed_memory
+//   kDestroyContext          -
+//   kSetOptimizationProfile  profile (requested), previous_profile, stream, switch_cost_ns
+//   kSetInputShape           io_index, shape, profile (active)
+//   kSetTensorAddress        io_index, address
+//   kSetDeviceMemory         address, size
+//   kEnqueue                 profile (the one it ran on), stream, input_shapes
 enum class TraceKind : uint8_t {
-  kLoadEngine,     // size = device_memory_size()
-  kDestroyEngine,  // fails if contexts were still alive
-  kCreateContext,  // profile = 0, size = 1 when user-managed memory
+  kLoadEngine,
+  kDestroyEngine,
+  kCreateContext,
   kDestroyContext,
-  kSetOptimizationProfile,  // profile (requested), previous_profile, stream, switch_cost_ns
-  kSetInputShape,           // io_index, shape
-  kSetTensorAddress,        // io_index, address
-  kSetDeviceMemory,         // address, size
-  kEnqueue,                 // profile it ran on, stream, input_shapes
+  kSetOptimizationProfile,
+  kSetInputShape,
+  kSetTensorAddress,
+  kSetDeviceMemory,
+  kEnqueue,
 };
 const char* to_string(TraceKind kind);
 
 struct TraceEvent {
-  uint64_t sequence = 0;  // process-wide order, across labels
+  // Process-wide order, across labels.
+  uint64_t sequence = 0;
   TraceKind kind = TraceKind::kEnqueue;
-  uint64_t engine_id = 0;   // process-unique per loaded engine
-  uint64_t context_id = 0;  // process-unique per context; 0 for engine events
+  // Process-unique ids of the engine and the context (0 for engine events).
+  uint64_t engine_id = 0;
+  uint64_t context_id = 0;
   bool ok = true;
-  std::string error;  // the refusal, word for word what last_error() said; empty when ok
+  // The refusal, word for word what last_error() said; empty when ok.
+  std::string error;
 
   int32_t profile = -1;
   int32_t previous_profile = -1;
@@ -53,8 +66,11 @@ struct TraceEvent {
   Shape shape;
   const void* address = nullptr;
   uint64_t size = 0;
-  int64_t switch_cost_ns = 0;       // the modeled cost busy-waited on this switch
-  std::vector<Shape> input_shapes;  // enqueue: every input's shape, in IO order
+  // The modeled cost busy-waited on this switch (0 for a refused one).
+  int64_t switch_cost_ns = 0;
+  bool user_managed_memory = false;
+  // Every input's shape, in IO order (-1 dims for one not set).
+  std::vector<Shape> input_shapes;
 };
 
 // Running totals per label. Kept apart from the event list so they stay exact

@@ -196,14 +196,14 @@ def invalid_cases():
                                   "io_bindings[1] 'x' is an input but comes after output io_bindings[0] 'y'"),
         "device_id_string": (raw_blob(compact(with_meta(device_id="0")), engine(16)),
                              "metadata field 'device_id' must be an integer, got a string"),
-        "shape_out_of_int64": (raw_blob(compact(metadata([binding("x", True)])).replace(b'"shape":[]',
-                                                                                       b'"shape":[9223372036854775808]'),
-                                        engine(16)),
+        "shape_out_of_int64": (raw_blob(compact(metadata([binding("x", True)])).replace(
+                                            b'"shape":[]', b'"shape":[9223372036854775808]'), engine(16)),
                                "metadata field 'io_bindings[0].shape[0]' is 9223372036854775808, outside the range "
                                "of a 64-bit signed integer"),
         "alias_unknown_output": (
             raw_blob(compact(metadata([binding("x", True), binding("y", False)],
-                                      aliased_io=[{"output": "z", "input": "x", "kind": "user"}])), engine(16), b"TR02"),
+                                      aliased_io=[{"output": "z", "input": "x", "kind": "user"}])),
+                     engine(16), b"TR02"),
             "aliased_io[0].output 'z' is not an output in io_bindings"),
         "signature_profile_count": (sig(lambda s: s["inputs"][0]["profiles"].pop()),
                                     "profile_signature.inputs[0] 'input_ids' has 1 profiles but num_profiles is 2"),

@@ -1,0 +1,844 @@
+"""Whole-program validation of the TensorRT delegates in a ``.pte``.
+
+A runner pins one profile index for a whole ``forward()`` (DESIGN.md decisions
+1 and 4), so index ``i`` must mean the same regime in every multi-profile
+TensorRT delegate of the program, and every profile must stay inside the
+input bounds ExecuTorch's memory planning used. This module checks both at
+export time, from the profile signature each blob carries (see
+:mod:`etrt.signature`), and says what to change when they do not hold.
+
+Checks (each finding names the delegates, profile indices, dimensions and
+numbers involved):
+
+* errors
+
+  - ``corrupt-blob`` / ``corrupt-engine`` / ``corrupt-program``: a TensorRT
+    blob, reference engine or delegate call that cannot be read;
+  - ``profile-count-mismatch``: multi-profile delegates with different
+    profile counts;
+  - ``regime-mismatch``: multi-profile delegates with the same count whose
+    signatures disagree, index by index, on a shared named symbolic dimension
+    (``seq_len``) or on an input tensor they both read;
+  - ``exceeds-planned-bounds``: a profile's max above the program's planned
+    upper bound for that input (per dimension when the ranks match, in
+    elements otherwise);
+  - ``signature-inconsistent``, ``signature-engine-mismatch``,
+    ``engine-mismatch``, ``arg-count-mismatch``, ``dtype-mismatch``: the
+    signature contradicts itself or the engine, or the blob does not fit its
+    delegate call;
+
+* warnings
+
+  - ``dynamic-single-profile``: a one-profile delegate with dynamic inputs
+    beside multi-profile ones: pins ``N > 0`` fail on it at run time;
+  - ``unlinked-regimes``: multi-profile delegates nothing links (no shared
+    symbol, no shared input), so equal counts are all that is known;
+  - ``rank-differs``, ``static-input-unreachable``;
+
+* infos: ``unverifiable`` (no signature, not a reference engine),
+  ``static-single-profile``, ``foreign-backend``, ``never-called``,
+  ``no-tensorrt-delegates``, ``planned-bounds-unchecked``.
+
+Entry points: :func:`validate_program` (returns a :class:`ValidationResult`)
+and :func:`check_program` (raises :class:`ValidationError` on errors). Both take
+a ``.pte`` path or bytes, an object with a ``.buffer`` (ExecuTorch's
+``ExecutorchProgramManager`` / ``ExecutorchProgram``), the dict
+:func:`etrt.pte.read_pte` returns, or lowered delegates before serialization
+(see :func:`validate_program`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import blob as _blob
+from .reference_engine import ReferenceEngine, try_read_reference_engine
+from .signature import Bounds, Signature, SignatureError, format_bounds, format_range, format_shape
+
+__all__ = [
+    "BACKEND_ID",
+    "BAD_INPUT_CODES",
+    "DelegateInfo",
+    "DelegateRef",
+    "Finding",
+    "ValidationError",
+    "ValidationResult",
+    "analyze_pte",
+    "check_program",
+    "load_program",
+    "validate_program",
+]
+
+#: The backend id of TensorRT delegates (Torch-TensorRT's and etrt's).
+BACKEND_ID = "TensorRTBackend"
+
+#: Finding codes that mean "the input is damaged", not "the model is wrong".
+BAD_INPUT_CODES = frozenset({"corrupt-blob", "corrupt-engine", "corrupt-program"})
+
+ERROR, WARNING, INFO = "error", "warning", "info"
+
+
+class ValidationError(ValueError):
+    """Raised by :func:`check_program` when a program has validation errors;
+    ``.result`` holds the full :class:`ValidationResult`."""
+
+    def __init__(self, result: "ValidationResult") -> None:
+        self.result = result
+        lines = [f"{len(result.errors)} TensorRT profile validation error(s):"]
+        lines += [f"  - {f.message}" for f in result.errors]
+        super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class DelegateRef:
+    """Where a delegate sits: its method, its index in the method's delegate
+    table, and the instruction that calls it (None if never called or unknown)."""
+
+    method: str
+    method_index: int
+    delegate_index: int
+    instruction: Optional[int]
+    backend_id: str
+
+    @property
+    def label(self) -> str:
+        """``'forward' delegate 1 (instruction 2)``."""
+        text = f"'{self.method}' delegate {self.delegate_index}"
+        if self.instruction is not None:
+            text += f" (instruction {self.instruction})"
+        return text
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"method": self.method, "method_index": self.method_index, "delegate_index": self.delegate_index,
+                "instruction": self.instruction, "backend_id": self.backend_id}
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str  # "error" | "warning" | "info"
+    code: str
+    message: str
+    delegates: Tuple[DelegateRef, ...] = ()
+
+    def __str__(self) -> str:
+        return f"{self.severity}: {self.message}"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"severity": self.severity, "code": self.code, "message": self.message,
+                "delegates": [d.to_dict() for d in self.delegates]}
+
+
+@dataclass
+class TensorArg:
+    """A tensor argument of a delegate call: its position among the call's
+    args, its value index in the method, and :func:`etrt.pte.describe_value`."""
+
+    arg_position: int
+    value_index: int
+    value: Dict[str, Any]
+
+
+@dataclass
+class DelegateCall:
+    chain: int
+    instruction: int
+    args: List[int]  # value indices
+
+
+@dataclass
+class DelegateInfo:
+    """One delegate of the program, decoded as far as it can be."""
+
+    ref: DelegateRef
+    data: bytes = field(repr=False)
+    location: Optional[str] = None  # "INLINE" | "SEGMENT" | None (not from a .pte)
+    storage_index: Optional[int] = None
+    compile_specs: Dict[str, bytes] = field(default_factory=dict, repr=False)
+    calls: List[DelegateCall] = field(default_factory=list)
+    #: tensor args of the first call, in order (None when not from a .pte)
+    tensor_args: Optional[List[TensorArg]] = None
+    header: Optional[Dict[str, Any]] = None
+    metadata: Optional[_blob.Metadata] = None
+    engine: Optional[bytes] = field(default=None, repr=False)
+    blob_error: Optional[str] = None
+    reference_engine: Optional[ReferenceEngine] = None
+    engine_error: Optional[str] = None
+    #: the signature the blob carries (None when absent or unusable)
+    blob_signature: Optional[Signature] = None
+    signature_error: Optional[str] = None
+
+    @property
+    def is_tensorrt(self) -> bool:
+        return self.ref.backend_id == BACKEND_ID
+
+    @property
+    def readable(self) -> bool:
+        """A TensorRT delegate whose blob (and reference engine, if it is one) decoded."""
+        return self.is_tensorrt and self.metadata is not None and self.engine_error is None
+
+    @property
+    def signature(self) -> Optional[Signature]:
+        """The blob's signature, else the one read from a reference engine."""
+        if self.blob_signature is not None:
+            return self.blob_signature
+        if self.reference_engine is not None:
+            try:
+                return self.reference_engine.to_signature()
+            except SignatureError:
+                return None
+        return None
+
+    @property
+    def signature_source(self) -> Optional[str]:
+        if self.blob_signature is not None:
+            return "blob"
+        if self.signature is not None:
+            return "engine"
+        return None
+
+    @property
+    def num_profiles(self) -> Optional[int]:
+        sig = self.signature
+        return sig.num_profiles if sig is not None else None
+
+    @property
+    def engine_kind(self) -> Optional[str]:
+        if self.engine is None:
+            return None
+        if self.reference_engine is not None or self.engine_error is not None:
+            return "reference"
+        return "tensorrt"
+
+    def input_bindings(self) -> List[_blob.IoBinding]:
+        return [b for b in self.metadata.io_bindings if b.is_input] if self.metadata else []
+
+    def bound_value(self, binding_name: str) -> Optional[TensorArg]:
+        """The program tensor passed for binding ``binding_name`` (first call)."""
+        if self.metadata is None or self.tensor_args is None:
+            return None
+        if len(self.tensor_args) != len(self.metadata.io_bindings):
+            return None
+        for b, arg in zip(self.metadata.io_bindings, self.tensor_args):
+            if b.name == binding_name:
+                return arg
+        return None
+
+
+@dataclass
+class ValidationResult:
+    """Findings plus the decoded delegates (for :mod:`etrt.inspect_pte`)."""
+
+    source: Optional[str]
+    delegates: List[DelegateInfo]
+    findings: List[Finding]
+    pte: Optional[Dict[str, Any]] = field(default=None, repr=False)
+
+    @property
+    def errors(self) -> List[Finding]:
+        return [f for f in self.findings if f.severity == ERROR]
+
+    @property
+    def warnings(self) -> List[Finding]:
+        return [f for f in self.findings if f.severity == WARNING]
+
+    @property
+    def infos(self) -> List[Finding]:
+        return [f for f in self.findings if f.severity == INFO]
+
+    @property
+    def ok(self) -> bool:
+        """No errors (warnings and infos do not count)."""
+        return not self.errors
+
+    @property
+    def bad_input(self) -> List[Finding]:
+        """Errors that mean a damaged file rather than a wrong model."""
+        return [f for f in self.errors if f.code in BAD_INPUT_CODES]
+
+    @property
+    def tensorrt_delegates(self) -> List[DelegateInfo]:
+        return [d for d in self.delegates if d.is_tensorrt]
+
+    def verdict(self) -> str:
+        """``OK`` / ``FAILED`` with counts, one line."""
+        n = len(self.tensorrt_delegates)
+        counts = f"{len(self.errors)} error(s), {len(self.warnings)} warning(s)"
+        word = "OK" if self.ok else "FAILED"
+        return f"{word}: {n} TensorRT delegate(s), {counts}"
+
+    def format(self, infos: bool = True) -> str:
+        lines = [self.verdict()]
+        for f in self.findings:
+            if f.severity != INFO or infos:
+                lines.append(f"  {f}")
+        return "\n".join(lines)
+
+    def raise_if_errors(self) -> "ValidationResult":
+        if self.errors:
+            raise ValidationError(self)
+        return self
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"ok": self.ok, "verdict": self.verdict(),
+                "errors": [f.to_dict() for f in self.errors],
+                "warnings": [f.to_dict() for f in self.warnings],
+                "infos": [f.to_dict() for f in self.infos]}
+
+
+# --------------------------------------------------------------------------
+# Loading
+
+
+def load_program(source: Any) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+    """Turns ``source`` into ``(read_pte dict, path or None)``.
+
+    ``source``: a path, the file's bytes, an object with a ``.buffer`` holding
+    the bytes (ExecuTorch's ``ExecutorchProgramManager``; unverified here since
+    PyTorch cannot be installed in etrt's CI), or an already decoded
+    :func:`etrt.pte.read_pte` dict. Raises :class:`etrt.pte.PteError` for a
+    file that is not a readable ``.pte`` and ``TypeError`` for anything else.
+    """
+    from .pte import read_pte
+
+    if isinstance(source, Mapping) and "program" in source and "delegates" in source:
+        return dict(source), source.get("path")
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return read_pte(bytes(source)), None
+    if isinstance(source, (str, os.PathLike)):
+        return read_pte(source), os.fspath(source)
+    buf = getattr(source, "buffer", None)
+    if isinstance(buf, (bytes, bytearray, memoryview)):
+        return read_pte(bytes(buf)), None
+    raise TypeError(
+        f"cannot validate a {type(source).__name__}: pass a .pte path or bytes, an ExecuTorch program with a "
+        "'.buffer' (ExecutorchProgramManager, after to_executorch()), or lowered delegates "
+        "(objects with backend_id and processed_bytes)")
+
+
+def _lowered_modules(source: Any) -> Optional[List[Tuple[str, str, bytes]]]:
+    """``[(method, backend_id, processed_bytes)]`` when ``source`` is a lowered
+    program before serialization: an iterable of objects with ``backend_id``
+    and ``processed_bytes`` (ExecuTorch's ``LoweredBackendModule``) or of
+    ``(backend_id, bytes)`` pairs, or an object with ``exported_program()``
+    whose graph modules hold such modules (``EdgeProgramManager`` after
+    ``to_backend``). Duck-typed: ExecuTorch's Python API needs PyTorch, which
+    etrt's CI cannot install, so this path is unverified against it."""
+
+    def as_lowered(obj: Any) -> Optional[Tuple[str, bytes]]:
+        backend_id = getattr(obj, "backend_id", None)
+        data = getattr(obj, "processed_bytes", None)
+        if isinstance(backend_id, str) and isinstance(data, (bytes, bytearray, memoryview)):
+            return backend_id, bytes(data)
+        if (isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], str)
+                and isinstance(obj[1], (bytes, bytearray, memoryview))):
+            return obj[0], bytes(obj[1])
+        return None
+
+    if callable(getattr(source, "exported_program", None)):
+        names = list(getattr(source, "methods", None) or ["forward"])
+        out = []
+        for name in names:
+            try:
+                ep = source.exported_program(name)
+            except TypeError:
+                ep = source.exported_program()
+            gm = getattr(ep, "graph_module", None)
+            modules = gm.modules() if gm is not None and hasattr(gm, "modules") else []
+            for m in modules:
+                lowered = as_lowered(m)
+                if lowered is not None:
+                    out.append((str(name), *lowered))
+        return out
+    if isinstance(source, (str, bytes, bytearray, memoryview, Mapping, os.PathLike)):
+        return None
+    if isinstance(source, Iterable) and not hasattr(source, "buffer"):
+        items = list(source)
+        lowered_items = [as_lowered(x) for x in items]
+        if items and all(x is not None for x in lowered_items):
+            return [("<lowered>", b, d) for b, d in lowered_items]  # type: ignore[misc]
+    return None
+
+
+# --------------------------------------------------------------------------
+# Decoding delegates
+
+
+def _decode_blob(d: DelegateInfo) -> None:
+    if not d.is_tensorrt:
+        return
+    data = d.data
+    if len(data) >= _blob.HEADER_SIZE and data[:4] in (_blob.MAGIC_TR01, _blob.MAGIC_TR02):
+        import struct
+
+        magic, mo, ms, eo, es, _ = struct.unpack(_blob.HEADER_FORMAT, data[:_blob.HEADER_SIZE])
+        d.header = {"magic": magic.decode(), "metadata_offset": mo, "metadata_size": ms,
+                    "engine_offset": eo, "engine_size": es, "blob_size": len(data)}
+    try:
+        d.metadata, d.engine = _blob.parse_blob(data)
+    except _blob.BlobError as e:
+        d.blob_error = str(e)
+        return
+    if d.metadata.profile_signature is not None:
+        try:
+            d.blob_signature = Signature.from_blob(d.metadata.profile_signature)
+        except SignatureError as e:
+            d.signature_error = str(e)
+    d.reference_engine, d.engine_error = try_read_reference_engine(d.engine)
+
+
+def analyze_pte(pte: Mapping[str, Any]) -> List[DelegateInfo]:
+    """Decodes every delegate of a :func:`etrt.pte.read_pte` result: blob
+    header and metadata, signature, reference engine, and the tensors each
+    delegate call passes."""
+    program = pte["program"]
+    plans = program.get("execution_plan") or []
+    calls: Dict[Tuple[int, int], List[DelegateCall]] = {}
+    for mi, plan in enumerate(plans):
+        for ci, chain in enumerate(plan.get("chains") or []):
+            for ii, instr in enumerate(chain.get("instructions") or []):
+                if instr.get("instr_args_type") == "DelegateCall":
+                    a = instr.get("instr_args") or {}
+                    calls.setdefault((mi, a.get("delegate_index", 0)), []).append(
+                        DelegateCall(ci, ii, list(a.get("args") or [])))
+    out = []
+    for dd in pte["delegates"]:
+        mi, di = dd["method_index"], dd["delegate_index"]
+        cs = calls.get((mi, di), [])
+        ref = DelegateRef(dd["method"] or f"method {mi}", mi, di, cs[0].instruction if cs else None, dd["id"] or "")
+        info = DelegateInfo(ref=ref, data=bytes(dd["data"]), location=dd["location"], storage_index=dd["index"],
+                            compile_specs=dict(dd.get("compile_specs") or {}), calls=cs)
+        if cs:
+            info.tensor_args = _tensor_args(plans[mi], cs[0])
+        _decode_blob(info)
+        out.append(info)
+    return out
+
+
+def _tensor_args(plan: Mapping[str, Any], call: DelegateCall) -> Optional[List[TensorArg]]:
+    from .pte import describe_value
+
+    values = plan.get("values") or []
+    out = []
+    for pos, vi in enumerate(call.args):
+        if not 0 <= vi < len(values):
+            return None  # reported by _check_calls
+        v = describe_value(values[vi])
+        if v["kind"] == "tensor":
+            out.append(TensorArg(pos, vi, v))
+    return out
+
+
+# --------------------------------------------------------------------------
+# Checks
+
+
+class _Checker:
+    def __init__(self, delegates: List[DelegateInfo], plans: Optional[Sequence[Mapping[str, Any]]]) -> None:
+        self.delegates = delegates
+        self.plans = plans
+        self.findings: List[Finding] = []
+
+    def add(self, severity: str, code: str, message: str, *delegates: DelegateInfo) -> None:
+        self.findings.append(Finding(severity, code, message, tuple(d.ref for d in delegates)))
+
+    # -- per delegate ------------------------------------------------------------
+
+    def run(self) -> List[Finding]:
+        trt = [d for d in self.delegates if d.is_tensorrt]
+        if not trt:
+            ids = sorted({d.ref.backend_id for d in self.delegates})
+            self.add(INFO, "no-tensorrt-delegates",
+                     f"the program has no {BACKEND_ID} delegates"
+                     + (f" (backends: {', '.join(ids)})" if ids else " (no delegates at all)")
+                     + "; there are no optimization profiles to check")
+        for d in self.delegates:
+            if not d.is_tensorrt:
+                self.add(INFO, "foreign-backend",
+                         f"{d.ref.label} is a {d.ref.backend_id} delegate, not TensorRT: profile requests do not "
+                         "apply to it", d)
+                continue
+            self.check_one(d)
+        usable = [d for d in trt if d.readable and d.signature is not None and not self.inconsistent(d)]
+        # A profile request applies to one execution of one method, so the
+        # delegates of different methods need not agree with each other.
+        for mi in sorted({d.ref.method_index for d in usable}):
+            self.check_cross([d for d in usable if d.ref.method_index == mi])
+        return self.findings
+
+    def inconsistent(self, d: DelegateInfo) -> bool:
+        return any(f.code in ("signature-inconsistent", "signature-engine-mismatch") and d.ref in f.delegates
+                   for f in self.findings)
+
+    def check_one(self, d: DelegateInfo) -> None:
+        label = d.ref.label
+        if self.plans is not None and not d.calls:
+            self.add(INFO, "never-called", f"{label} is never called by its method's instructions", d)
+        if d.blob_error is not None:
+            self.add(ERROR, "corrupt-blob", f"{label}: {d.blob_error}", d)
+            return
+        if d.engine_error is not None:
+            self.add(ERROR, "corrupt-engine", f"{label}: {d.engine_error}; re-export the model", d)
+            return
+        if d.signature_error is not None:
+            self.add(ERROR, "signature-inconsistent",
+                     f"{label}: its profile_signature is not usable: {d.signature_error}; re-export the model", d)
+        sig = d.blob_signature
+        if sig is not None:
+            for problem in sig.problems():
+                self.add(ERROR, "signature-inconsistent",
+                         f"{label}: its profile_signature contradicts itself: {problem}; regenerate the signature "
+                         "from the engine's profiles (etrt.signature.Signature.from_torch_trt derives symbol ranges "
+                         "from the bounds)", d)
+            described = set(sig.input_names)
+            missing = [b.name for b in d.input_bindings() if b.name not in described]
+            if missing:
+                self.add(WARNING, "signature-partial",
+                         f"{label}: its profile_signature does not describe input(s) "
+                         f"{', '.join(repr(n) for n in missing)}; their bounds are not checked. Describe every "
+                         "engine input in the signature", d)
+        if d.reference_engine is not None:
+            self.check_engine(d)
+        elif sig is None:
+            dyn = [b.name for b in d.input_bindings() if -1 in b.shape]
+            hint = (f" Its io_bindings mark dynamic dims on {', '.join(repr(n) for n in dyn)}; if the engine has "
+                    "one profile, pins N > 0 will fail on it at run time." if dyn else "")
+            self.add(INFO, "unverifiable",
+                     f"{label} carries no profile_signature and its engine is an opaque TensorRT plan, so its "
+                     f"profiles cannot be checked at export time.{hint} Re-export it with a signature "
+                     "(etrt.signature, or 'profiles' in the IO description of 'etrt pack')", d)
+        if d.tensor_args is not None or d.calls:
+            self.check_calls(d)
+
+    def check_engine(self, d: DelegateInfo) -> None:
+        """A reference engine can be read here: compare it with the blob."""
+        label, eng, md = d.ref.label, d.reference_engine, d.metadata
+        assert eng is not None and md is not None
+        by_name = {t.name: t for t in eng.io}
+        problems = []
+        if len(eng.io) != len(md.io_bindings):
+            problems.append(f"the blob describes {len(md.io_bindings)} IO tensors, the engine has {len(eng.io)}")
+        for b in md.io_bindings:
+            t = by_name.get(b.name)
+            if t is None:
+                problems.append(f"the blob names IO tensor '{b.name}', which the engine does not have")
+            elif t.is_input != b.is_input:
+                problems.append(f"'{b.name}' is an {'input' if b.is_input else 'output'} in the blob but an "
+                                f"{'input' if t.is_input else 'output'} of the engine")
+            elif b.dtype and _norm_dtype(b.dtype) != t.dtype:
+                problems.append(f"'{b.name}' is {b.dtype} in the blob but {t.dtype} in the engine")
+        for t in eng.inputs:
+            if t.is_shape_tensor:
+                problems.append(f"input '{t.name}' is a TensorRT shape tensor, which etrt does not support as "
+                                "delegate IO")
+        if problems:
+            self.add(ERROR, "engine-mismatch",
+                     f"{label}: the blob and its reference engine do not belong together ("
+                     + "; ".join(problems) + "); the runtime refuses it at init. Re-export the model", d)
+        sig = d.blob_signature
+        if sig is None:
+            return
+        engine_sig = eng.to_signature()
+        diffs = []
+        if sig.num_profiles != engine_sig.num_profiles:
+            diffs.append(f"the signature has {sig.num_profiles} profiles, the engine {engine_sig.num_profiles}")
+        else:
+            for inp in sig.inputs:
+                if inp.name not in engine_sig.input_names:
+                    diffs.append(f"the signature describes input '{inp.name}', which the engine does not have")
+                    continue
+                actual = engine_sig.input(inp.name)
+                for p, (want, have) in enumerate(zip(inp.profiles, actual.profiles)):
+                    if want != have:
+                        diffs.append(f"profile {p} input '{inp.name}': signature min {format_shape(want.min)} opt "
+                                     f"{format_shape(want.opt)} max {format_shape(want.max)}, engine min "
+                                     f"{format_shape(have.min)} opt {format_shape(have.opt)} max "
+                                     f"{format_shape(have.max)}")
+        if diffs:
+            self.add(ERROR, "signature-engine-mismatch",
+                     f"{label}: its profile_signature disagrees with the engine's own profiles ("
+                     + "; ".join(diffs) + "); the runtime refuses it at init. Regenerate the signature from the "
+                     "engine that is packed", d)
+
+    def check_calls(self, d: DelegateInfo) -> None:
+        label, md = d.ref.label, d.metadata
+        assert md is not None and self.plans is not None
+        plan = self.plans[d.ref.method_index]
+        n_values = len(plan.get("values") or [])
+        for call in d.calls:
+            bad = [vi for vi in call.args if not 0 <= vi < n_values]
+            if bad:
+                self.add(ERROR, "corrupt-program",
+                         f"{label}: the call at instruction {call.instruction} passes value {bad[0]}, but the "
+                         f"method has {n_values} values; the .pte is corrupt, re-export the model", d)
+                return
+        for call in d.calls:
+            args = _tensor_args(plan, call) or []
+            where = label if call is d.calls[0] else f"{label} (call at instruction {call.instruction})"
+            if len(args) != len(md.io_bindings):
+                self.add(ERROR, "arg-count-mismatch",
+                         f"{where}: the call passes {len(args)} tensor(s), but the blob's io_bindings list "
+                         f"{md.num_inputs} input(s) and {md.num_outputs} output(s); the runtime refuses the call. "
+                         "The .pte and its engine do not match: re-export the model", d)
+                continue
+            for b, arg in zip(md.io_bindings, args):
+                want = _norm_dtype(b.dtype) if b.dtype else None
+                have = arg.value.get("dtype")
+                if want and have and want != have:
+                    self.add(ERROR, "dtype-mismatch",
+                             f"{where}: {'input' if b.is_input else 'output'} '{b.name}' is {b.dtype} in the blob, "
+                             f"but the program passes value {arg.value_index} of dtype {have}; the runtime refuses "
+                             "the call. Make the program tensor and the engine binding the same dtype", d)
+            self.check_bounds(d, where, args)
+
+    def check_bounds(self, d: DelegateInfo, where: str, args: List[TensorArg]) -> None:
+        """Every profile's max inside the planned upper bound of the tensor it binds."""
+        sig = d.signature
+        md = d.metadata
+        if sig is None or md is None:
+            return
+        bound = {b.name: a for b, a in zip(md.io_bindings, args) if b.is_input}
+        for inp in sig.inputs:
+            arg = bound.get(inp.name)
+            if arg is None:
+                continue
+            sizes = arg.value["sizes"]
+            dyn = arg.value["dynamism"]
+            what = f"input '{inp.name}' (value {arg.value_index}, planned upper bound {format_shape(sizes)}"
+            what += ", static)" if dyn == "STATIC" else ")"
+            if len(sizes) == inp.rank:
+                over = [(p, k, b.max[k], sizes[k]) for p, b in enumerate(inp.profiles)
+                        for k in range(inp.rank) if b.max[k] > sizes[k]]
+                if over:
+                    detail = "; ".join(f"profile {p} dim {k} max {mx} > {ub}" for p, k, mx, ub in over)
+                    worst = {}
+                    for p, k, mx, ub in over:
+                        worst[k] = max(worst.get(k, 0), mx)
+                    fix = ", ".join(f"dim {k} to at least {mx}" for k, mx in sorted(worst.items()))
+                    self.add(ERROR, "exceeds-planned-bounds",
+                             f"{where}: {what}: {detail}. A profile may not admit shapes larger than the buffer "
+                             f"ExecuTorch planned; lower those profiles' max, or re-export with a larger upper bound "
+                             f"for {fix} (e.g. torch.export Dim max) so memory planning covers every profile", d)
+                if dyn == "STATIC":
+                    unreachable = [p for p, b in enumerate(inp.profiles) if not b.contains(sizes)]
+                    if unreachable:
+                        self.add(WARNING, "static-input-unreachable",
+                                 f"{where}: {what} is static in the program but profile(s) "
+                                 f"{', '.join(map(str, unreachable))} do not admit {format_shape(sizes)}; "
+                                 "pinning those profiles always fails. Mark the tensor dynamic, or fix the profiles",
+                                 d)
+            else:
+                cap = math.prod(sizes)
+                over = [(p, math.prod(b.max)) for p, b in enumerate(inp.profiles) if math.prod(b.max) > cap]
+                if over:
+                    detail = "; ".join(f"profile {p} max {format_shape(inp.profiles[p].max)} = {n} elements"
+                                       for p, n in over)
+                    self.add(ERROR, "exceeds-planned-bounds",
+                             f"{where}: {what}: {detail}, more than the {cap} elements planned. Lower those "
+                             "profiles' max or re-export with a larger upper bound", d)
+                self.add(WARNING, "rank-differs",
+                         f"{where}: {what} has rank {len(sizes)} in the program but rank {inp.rank} in the "
+                         "signature; only element counts were compared. Make the engine input and the program "
+                         "tensor the same rank", d)
+
+    # -- across delegates ------------------------------------------------------------
+
+    def check_cross(self, usable: List[DelegateInfo]) -> None:
+        multi = [d for d in usable if d.signature.num_profiles > 1]
+        single = [d for d in usable if d.signature.num_profiles == 1]
+        if multi:
+            counts = {d.signature.num_profiles for d in multi}
+            if len(counts) > 1:
+                detail = ", ".join(f"{d.ref.label} has {d.signature.num_profiles}" for d in multi)
+                self.add(ERROR, "profile-count-mismatch",
+                         f"multi-profile TensorRT delegates disagree on the number of profiles ({detail}). A pinned "
+                         "profile index applies to every delegate of the method, so it must mean the same regime "
+                         "in each: rebuild them with the same profiles in the same order (one-profile static "
+                         "delegates may stay as they are)", *multi)
+            else:
+                self.check_regimes(multi)
+        for d in single:
+            sig = d.signature
+            if sig.is_static:
+                self.add(INFO, "static-single-profile",
+                         f"{d.ref.label} is static (one profile, fixed shapes): it stays on profile 0 and ignores "
+                         "profile pins", d)
+                continue
+            dyn = ", ".join(f"'{n}' dim {k}: {format_range(lo, hi)}" for n, k, lo, hi in sig.dynamic_dims())
+            if multi:
+                n = multi[0].signature.num_profiles
+                self.add(WARNING, "dynamic-single-profile",
+                         f"{d.ref.label} has one profile but dynamic inputs ({dyn}). It runs on profile 0 under "
+                         "automatic selection and under OptimizationProfileGuard(0), but a pin of profile N > 0 "
+                         "makes it return an error at run time, because it cannot honor N (DESIGN.md decision 4). "
+                         f"Build it with the same {n} profiles as the multi-profile delegates, or make its inputs "
+                         "static", d)
+            else:
+                self.add(INFO, "dynamic-single-profile",
+                         f"{d.ref.label} has one profile with dynamic inputs ({dyn}); pins of profile N > 0 fail "
+                         "on it at run time (DESIGN.md decision 4)", d)
+
+    def check_regimes(self, multi: List[DelegateInfo]) -> None:
+        """Same count everywhere: compare shared symbols and shared input tensors index by index."""
+        links: Dict[int, set] = {i: set() for i in range(len(multi))}
+        flagged = set()
+        # Named symbolic dimensions.
+        symbols: Dict[str, List[int]] = {}
+        for i, d in enumerate(multi):
+            for name in d.signature.symbol_names():
+                symbols.setdefault(name, []).append(i)
+        for name, owners in symbols.items():
+            first = owners[0]
+            ref_ranges = multi[first].signature.symbol_ranges(name)
+            for j in owners[1:]:
+                links[first].add(j)
+                links[j].add(first)
+                other = multi[j].signature.symbol_ranges(name)
+                bad = [p for p in range(len(ref_ranges)) if ref_ranges[p] != other[p]]
+                if bad:
+                    flagged.add((first, j))
+                    a, b = multi[first], multi[j]
+                    detail = "; ".join(f"profile {p}: {format_range(*ref_ranges[p])} in {a.ref.label}, "
+                                       f"{format_range(*other[p])} in {b.ref.label}" for p in bad)
+                    self.add(ERROR, "regime-mismatch",
+                             f"profile index {', '.join(map(str, bad))} means different regimes in {a.ref.label} and "
+                             f"{b.ref.label}: symbolic dim '{name}' differs ({detail}). Equal profile counts are "
+                             f"not enough: rebuild the engines so that each profile index covers the same "
+                             f"'{name}' range in every delegate (e.g. give every partition the same "
+                             "Input(profiles=[...]))", a, b)
+        # Input tensors read by several delegates.
+        readers: Dict[Tuple[int, int], List[Tuple[int, str]]] = {}
+        for i, d in enumerate(multi):
+            if d.tensor_args is None:
+                continue
+            described = set(d.signature.input_names)
+            for b in d.input_bindings():
+                arg = d.bound_value(b.name)
+                if arg is not None and b.name in described:
+                    readers.setdefault((d.ref.method_index, arg.value_index), []).append((i, b.name))
+        for (mi, vi), owners in readers.items():
+            if len(owners) < 2:
+                continue
+            first, first_name = owners[0]
+            a = multi[first]
+            ia = a.signature.input(first_name)
+            for j, name in owners[1:]:
+                if j == first:
+                    continue
+                links[first].add(j)
+                links[j].add(first)
+                b = multi[j]
+                ib = b.signature.input(name)
+                if ia.rank != ib.rank or (first, j) in flagged:
+                    continue
+                bad = [p for p in range(len(ia.profiles))
+                       if (ia.profiles[p].min, ia.profiles[p].max) != (ib.profiles[p].min, ib.profiles[p].max)]
+                if bad:
+                    flagged.add((first, j))
+                    detail = "; ".join(f"profile {p}: {format_bounds(ia.profiles[p])} vs "
+                                       f"{format_bounds(ib.profiles[p])}" for p in bad)
+                    self.add(ERROR, "regime-mismatch",
+                             f"profile index {', '.join(map(str, bad))} means different regimes in {a.ref.label} and "
+                             f"{b.ref.label}: both read value {vi} (as '{first_name}' and '{name}') but admit "
+                             f"different shapes ({detail}). Rebuild the engines with the same min/max for this "
+                             "input at every profile index", a, b)
+        # Anything not linked to the rest cannot be shown to agree.
+        components = _components(links)
+        if len(components) > 1:
+            groups = [" + ".join(multi[i].ref.label for i in sorted(c)) for c in components]
+            self.add(WARNING, "unlinked-regimes",
+                     f"{len(multi)} multi-profile TensorRT delegates all have {multi[0].signature.num_profiles} "
+                     "profiles, but equal profile counts prove nothing and these groups share no named symbolic "
+                     f"dimension and no input tensor: {'; '.join(groups)}. Validation cannot show that each "
+                     "profile index means the same regime in all of them; name the symbolic dimensions (e.g. "
+                     "'seq_len') in every delegate's profile_signature", *multi)
+
+
+def _components(links: Mapping[int, set]) -> List[List[int]]:
+    seen, out = set(), []
+    for start in sorted(links):
+        if start in seen:
+            continue
+        stack, comp = [start], []
+        seen.add(start)
+        while stack:
+            n = stack.pop()
+            comp.append(n)
+            for m in links[n]:
+                if m not in seen:
+                    seen.add(m)
+                    stack.append(m)
+        out.append(sorted(comp))
+    return out
+
+
+_DTYPE_ALIASES = {
+    "float": "float32", "half": "float16", "double": "float64", "long": "int64", "int": "int32",
+    "fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "f32": "float32", "f16": "float16",
+    "i8": "int8", "u8": "uint8", "i32": "int32", "i64": "int64", "char": "int8", "byte": "uint8",
+}
+
+
+def _norm_dtype(name: str) -> str:
+    key = name.strip().lower()
+    if key.startswith("torch."):
+        key = key[len("torch."):]
+    return _DTYPE_ALIASES.get(key, key)
+
+
+# --------------------------------------------------------------------------
+# Entry points
+
+
+def validate_program(source: Any) -> ValidationResult:
+    """Validates every TensorRT delegate of a program; never raises for a
+    model that is merely wrong (see the result's ``errors``).
+
+    ``source`` is one of:
+
+    * a ``.pte`` path, its bytes, or a :func:`etrt.pte.read_pte` dict -- all checks;
+    * an object with a ``.buffer`` of ``.pte`` bytes: ExecuTorch's
+      ``ExecutorchProgramManager`` (``to_edge(...).to_backend(...).to_executorch()``)
+      -- all checks;
+    * lowered delegates before serialization: an ``EdgeProgramManager`` after
+      ``to_backend``, or an iterable of ``LoweredBackendModule``-like objects
+      (``backend_id``, ``processed_bytes``) or ``(backend_id, bytes)`` pairs --
+      every check except the planned-bounds one, which needs the memory plan.
+
+    The ExecuTorch object paths are duck-typed and unverified here (PyTorch
+    cannot be installed in etrt's CI). Raises :class:`etrt.pte.PteError` when
+    the ``.pte`` itself cannot be read and ``TypeError`` for an unknown source.
+    """
+    lowered = _lowered_modules(source)
+    if lowered is not None:
+        delegates = []
+        method_index: Dict[str, int] = {}
+        for method, backend_id, data in lowered:
+            mi = method_index.setdefault(method, len(method_index))
+            n = sum(1 for d in delegates if d.ref.method_index == mi)
+            info = DelegateInfo(ref=DelegateRef(method, mi, n, None, backend_id), data=data)
+            _decode_blob(info)
+            delegates.append(info)
+        findings = _Checker(delegates, None).run()
+        if any(d.is_tensorrt for d in delegates):
+            findings.append(Finding(INFO, "planned-bounds-unchecked",
+                                    "checked lowered delegates before serialization: profile bounds were not "
+                                    "compared with the planned input bounds; validate the .pte as well"))
+        return ValidationResult(None, delegates, findings)
+    pte, path = load_program(source)
+    delegates = analyze_pte(pte)
+    plans = pte["program"].get("execution_plan") or []
+    findings = _Checker(delegates, plans).run()
+    return ValidationResult(path, delegates, findings, pte)
+
+
+def check_program(source: Any) -> ValidationResult:
+    """Like :func:`validate_program`, but raises :class:`ValidationError`
+    (message lists every error) when there are errors. For exporters::
+
+        from etrt.validate import check_program
+        check_program(executorch_program_manager)   # or a .pte path / bytes
+    """
+    return validate_program(source).raise_if_errors()

@@ -1,0 +1,23 @@
+#pragma once
+// Packaging helpers for reference engines: wrap serialized engine bytes into a
+// TR01 blob whose IO bindings and profile signature are read back from the
+// engine itself, exactly as an exporter would describe a TensorRT plan. Used
+// by the test fixtures, the demo and the benchmarks to produce .pte inputs.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace etrt::refkit {
+
+// A TR01 blob around `engine_bytes` (a reference engine). IO bindings list the
+// engine's inputs, then its outputs, with dtype and declared shape; with
+// `with_signature`, the blob also carries the canonical profile signature.
+// Empty with the reason in `error` when the bytes are not a valid engine.
+std::vector<uint8_t> blob_for_engine(const std::vector<uint8_t>& engine_bytes, bool with_signature,
+                                     std::string* error);
+
+bool write_file(const std::string& path, const std::vector<uint8_t>& bytes, std::string* error);
+bool write_text(const std::string& path, const std::string& text, std::string* error);
+
+}  // namespace etrt::refkit
