@@ -9,7 +9,9 @@
 ///     printf("%s used profile %d%s\n", e.delegate, e.profile, e.switched ? " (switched)" : "");
 /// @endcode
 ///
-/// Reports nest like guards; recording is allocation-free (fixed capacity).
+/// Reports nest like guards: an execution is recorded in every report alive on
+/// its thread, so an outer report sees a whole run and an inner one a step.
+/// Recording is allocation-free (fixed capacity).
 
 #include <cstddef>
 #include <cstdint>
@@ -51,12 +53,14 @@ class ExecutionReport {
   size_t switches() const noexcept { return switches_; }
   void clear() noexcept { count_ = 0; switches_ = 0; }
 
-  /// Internal: called by the delegate after each execution.
-  void record(const ExecutionRecord& r) noexcept;
-  /// The innermost live report on this thread, or nullptr.
-  static ExecutionReport* current() noexcept;
+  /// Internal: the delegate calls this after each execution; it records `r`
+  /// in every report alive on the calling thread.
+  static void record_on_this_thread(const ExecutionRecord& r) noexcept;
+  /// True when some report is alive on this thread (so recording is worth preparing).
+  static bool active_on_this_thread() noexcept;
 
  private:
+  void record(const ExecutionRecord& r) noexcept;
   ExecutionRecord records_[kCapacity];
   size_t count_ = 0;
   size_t switches_ = 0;

@@ -104,6 +104,11 @@ class DelegateRef:
     backend_id: str
 
     @property
+    def short(self) -> str:
+        """``delegate 1`` (for repeated mentions inside one message)."""
+        return f"delegate {self.delegate_index}"
+
+    @property
     def label(self) -> str:
         """``'forward' delegate 1 (instruction 2)``."""
         text = f"'{self.method}' delegate {self.delegate_index}"
@@ -269,12 +274,14 @@ class ValidationResult:
         word = "OK" if self.ok else "FAILED"
         return f"{word}: {n} TensorRT delegate(s), {counts}"
 
+    def sorted_findings(self, infos: bool = True) -> List[Finding]:
+        """Errors, then warnings, then (optionally) infos; each in discovery order."""
+        order = (ERROR, WARNING, INFO) if infos else (ERROR, WARNING)
+        return [f for sev in order for f in self.findings if f.severity == sev]
+
     def format(self, infos: bool = True) -> str:
-        lines = [self.verdict()]
-        for f in self.findings:
-            if f.severity != INFO or infos:
-                lines.append(f"  {f}")
-        return "\n".join(lines)
+        """The verdict line, then one indented line per finding."""
+        return "\n".join([self.verdict()] + [f"  {f}" for f in self.sorted_findings(infos)])
 
     def raise_if_errors(self) -> "ValidationResult":
         if self.errors:
@@ -700,8 +707,8 @@ class _Checker:
                 if bad:
                     flagged.add((first, j))
                     a, b = multi[first], multi[j]
-                    detail = "; ".join(f"profile {p}: {format_range(*ref_ranges[p])} in {a.ref.label}, "
-                                       f"{format_range(*other[p])} in {b.ref.label}" for p in bad)
+                    detail = "; ".join(f"profile {p}: {format_range(*ref_ranges[p])} in {a.ref.short}, "
+                                       f"{format_range(*other[p])} in {b.ref.short}" for p in bad)
                     self.add(ERROR, "regime-mismatch",
                              f"profile index {', '.join(map(str, bad))} means different regimes in {a.ref.label} and "
                              f"{b.ref.label}: symbolic dim '{name}' differs ({detail}). Equal profile counts are "

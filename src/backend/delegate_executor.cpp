@@ -54,7 +54,7 @@ const char* format_shape(const Shape& s, char (&out)[128]) {
 
 // Finishes an execution: counters, the thread's report, and the error code.
 Error finish(DelegateState& state, int32_t profile, bool switched, bool pin_ignored, Error status) {
-  if (ExecutionReport* report = ExecutionReport::current()) {
+  if (ExecutionReport::active_on_this_thread()) {
     ExecutionRecord record;
     static_assert(sizeof(record.delegate) == sizeof(state.name), "delegate names are copied whole");
     std::memcpy(record.delegate, state.name, sizeof(record.delegate));
@@ -63,7 +63,7 @@ Error finish(DelegateState& state, int32_t profile, bool switched, bool pin_igno
     record.switched = switched;
     record.pin_ignored = pin_ignored;
     record.ok = status == Error::Ok;
-    report->record(record);
+    ExecutionReport::record_on_this_thread(record);
   }
   if (status == Error::Ok) {
     ++state.executions;

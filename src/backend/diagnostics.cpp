@@ -17,7 +17,11 @@ const char* last_error_message() noexcept { return t_last_error; }
 
 ExecutionReport::ExecutionReport() noexcept : previous_(t_current_report) { t_current_report = this; }
 ExecutionReport::~ExecutionReport() { t_current_report = previous_; }
-ExecutionReport* ExecutionReport::current() noexcept { return t_current_report; }
+bool ExecutionReport::active_on_this_thread() noexcept { return t_current_report != nullptr; }
+
+void ExecutionReport::record_on_this_thread(const ExecutionRecord& r) noexcept {
+  for (ExecutionReport* report = t_current_report; report != nullptr; report = report->previous_) report->record(r);
+}
 
 void ExecutionReport::record(const ExecutionRecord& r) noexcept {
   if (count_ < kCapacity) records_[count_] = r;
@@ -47,7 +51,7 @@ void log_info(const char* format, ...) {
   va_start(args, format);
   std::vsnprintf(line, sizeof(line), format, args);
   va_end(args);
-  ET_LOG(Info, "%s", line);
+  ET_LOG(Debug, "%s", line);
 }
 
 }  // namespace backend

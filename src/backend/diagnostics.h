@@ -13,7 +13,7 @@ namespace etrt::backend {
 // last-error buffer and logs it at Error level.
 void report_error(const char* delegate, const char* format, ...) __attribute__((format(printf, 2, 3)));
 
-// Logs at Info level (profile switches and the like).
+// Logs at Debug level (profile switches and the like).
 void log_info(const char* format, ...) __attribute__((format(printf, 1, 2)));
 
 // Clears the thread's last error (called at the start of each execution so a
