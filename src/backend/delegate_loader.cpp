@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "backend/signature_check.h"
 #include "blob/blob.h"
 #include "engine/factory.h"
 
@@ -118,6 +119,8 @@ bool load_delegate(const void* data, size_t size, DelegateState* state, std::str
 
   if (!bind_io(parsed.metadata, *state->engine, state, error)) return false;
   if (!build_profile_table(*state->engine, state, error)) return false;
+  if (parsed.metadata.profile_signature && !check_signature(*parsed.metadata.profile_signature, state->table, error))
+    return false;
   if (!create_contexts(state, error)) return false;
 
   state->input_shapes.resize(state->inputs.size());

@@ -149,6 +149,20 @@ int main(int argc, char** argv) {
                    {trt_call("foreign_multi", {"input_ids", "logits"}),
                     {{"backend_id", "EtrtTestAddOne"}, {"blob_file", "add_one.blob"}, {"args", {"logits", "plus_one"}}}});
 
+  // A blob whose profile signature disagrees with its engine (prefill max 1024 declared, 2048 real).
+  {
+    std::string error;
+    auto blob = etrt::refkit::blob_for_engine(llm_engine("signature_mismatch", {exact(1), range(32, 512, 2048)}), true,
+                                              &error, [](etrt::blob::Metadata& m) {
+                                                m.profile_signature->inputs[0].profiles[1].max = {1, 1024};
+                                              });
+    ok &= !blob.empty() && etrt::refkit::write_file(g_dir + "/signature_mismatch.blob", blob, &error) &&
+          write_spec("signature_mismatch",
+                     {tensor("input_ids", "int64", {1, 2048}, true), tensor("logits", "float32", {1, 2048, H}, true)},
+                     {"input_ids"}, {"logits"}, {trt_call("signature_mismatch", {"input_ids", "logits"})});
+    if (blob.empty()) std::fprintf(stderr, "make_fixtures: signature_mismatch: %s\n", error.c_str());
+  }
+
   // Engines the backend must refuse at load.
   {
     Builder b("shape_tensor");

@@ -418,6 +418,19 @@ TEST_F(ModuleTest, ATruncatedBlobIsRefusedAtLoad) {
   EXPECT_THAT(etrt::last_error_message(), HasSubstr("TensorRT blob"));
 }
 
+TEST_F(ModuleTest, ABlobWhoseSignatureDisagreesWithItsEngineIsRefusedAtLoad) {
+  Module module(fixture("signature_mismatch"));
+  EXPECT_NE(module.load_forward(), et::Error::Ok);
+  EXPECT_THAT(etrt::last_error_message(), HasSubstr("[1,1024]"));
+  EXPECT_THAT(etrt::last_error_message(), HasSubstr("[1,2048]"));
+  EXPECT_THAT(etrt::last_error_message(), HasSubstr("profile 1 max"));
+}
+
+TEST_F(ModuleTest, ABlobWhoseSignatureAgreesWithItsEngineLoads) {
+  Module module(fixture("llm"));  // every fixture blob carries its engine's signature
+  EXPECT_EQ(module.load_forward(), et::Error::Ok) << etrt::last_error_message();
+}
+
 TEST_F(ModuleTest, ATensorRTPlanInABuildWithoutTensorRTSaysHowToRebuild) {
   Module module(fixture("tensorrt_plan"));
   EXPECT_NE(module.load_forward(), et::Error::Ok);

@@ -13,7 +13,7 @@ std::vector<int64_t> dims_of(const Shape& s) { return std::vector<int64_t>(s.d, 
 }  // namespace
 
 std::vector<uint8_t> blob_for_engine(const std::vector<uint8_t>& engine_bytes, bool with_signature,
-                                     std::string* error) {
+                                     std::string* error, const std::function<void(blob::Metadata&)>& edit) {
   auto engine = engine::deserialize_engine(engine_bytes.data(), engine_bytes.size(), {}, error);
   if (!engine) return {};
   blob::Metadata metadata;
@@ -36,6 +36,8 @@ std::vector<uint8_t> blob_for_engine(const std::vector<uint8_t>& engine_bytes, b
     }
   }
   if (with_signature) metadata.profile_signature = std::move(signature);
+  if (edit) edit(metadata);
+  if (!blob::validate_metadata(metadata, error)) return {};
   return blob::write_blob(metadata, engine_bytes.data(), engine_bytes.size());
 }
 

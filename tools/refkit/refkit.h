@@ -5,8 +5,11 @@
 // by the test fixtures, the demo and the benchmarks to produce .pte inputs.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
+
+#include "blob/metadata.h"
 
 namespace etrt::refkit {
 
@@ -14,8 +17,11 @@ namespace etrt::refkit {
 // engine's inputs, then its outputs, with dtype and declared shape; with
 // `with_signature`, the blob also carries the canonical profile signature.
 // Empty with the reason in `error` when the bytes are not a valid engine.
+// `edit`, when given, may change the metadata before it is written (tests use
+// it to make blobs that disagree with their engines).
 std::vector<uint8_t> blob_for_engine(const std::vector<uint8_t>& engine_bytes, bool with_signature,
-                                     std::string* error);
+                                     std::string* error,
+                                     const std::function<void(blob::Metadata&)>& edit = nullptr);
 
 bool write_file(const std::string& path, const std::vector<uint8_t>& bytes, std::string* error);
 bool write_text(const std::string& path, const std::string& text, std::string* error);

@@ -483,6 +483,8 @@ std::unique_ptr<ExecutionContext> ReferenceEngine::create_context(const ContextO
     std::lock_guard<std::mutex> lock(state_->mutex);
     if (state_->holders[0] == 0) state_->holders[0] = id;
     ++state_->live_contexts;
+    // At most one enqueue per context is in flight: room for all of them now keeps enqueue from allocating.
+    state_->scratch_in_use.reserve(static_cast<size_t>(state_->live_contexts));
   }
   auto context = std::make_unique<ReferenceContext>(state_, id, options.user_managed_memory, std::move(owned));
   state_->trace_call(TraceKind::kCreateContext, id, nullptr, [&](TraceEvent& e) {
