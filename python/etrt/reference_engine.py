@@ -48,12 +48,15 @@ __all__ = [
     "checksum",
     "is_reference_engine",
     "read_reference_engine",
+    "try_read_reference_engine",
 ]
 
 MAGIC = b"ETRF"
 FORMAT_VERSION = 1
 HEADER_SIZE = 24
 MAX_RANK = 8
+#: kMaxDim of src/engine/reference/model.h.
+MAX_DIM = 2**31 - 1
 KNOWN_FLAGS = 0x1
 #: etrt::engine::DataType values, spelled as in the blob's io_bindings.
 DTYPES = ("float32", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool")
@@ -218,6 +221,8 @@ def read_reference_engine(data: bytes) -> ReferenceEngine:
         dtype = r.unpack("B", "a dtype")
         if dtype >= len(DTYPES):
             raise ReferenceEngineError(f"reference engine: IO tensor '{name}' has unknown dtype {dtype}")
+        if any(t.name == name for t in io):
+            raise ReferenceEngineError(f"reference engine: IO tensor name '{name}' is used twice")
         io.append(ReferenceTensor(name, is_input, is_shape, DTYPES[dtype], r.shape("an IO tensor shape")))
 
     n_const = r.count(4 + 1 + 8, "constant")
@@ -249,11 +254,18 @@ def read_reference_engine(data: bytes) -> ReferenceEngine:
             mn = r.shape(f"profile {p} min of '{t.name}'")
             opt = r.shape(f"profile {p} opt of '{t.name}'")
             mx = r.shape(f"profile {p} max of '{t.name}'")
-            if not len(mn) == len(opt) == len(mx) or any(
-                    not 0 <= a <= b <= c for a, b, c in zip(mn, opt, mx)):
+            rank = len(t.shape)
+            if not len(mn) == len(opt) == len(mx) == rank or any(
+                    not 0 <= a <= b <= c <= MAX_DIM for a, b, c in zip(mn, opt, mx)):
                 raise ReferenceEngineError(
                     f"reference engine: profile {p} of input '{t.name}' has min {list(mn)}, opt {list(opt)}, max "
-                    f"{list(mx)}; bounds must have one rank and satisfy 0 <= min <= opt <= max")
+                    f"{list(mx)}; bounds must have the input's rank {rank} and satisfy 0 <= min <= opt <= max "
+                    f"<= {MAX_DIM}")
+            for d, declared in enumerate(t.shape):
+                if declared >= 0 and not mn[d] == opt[d] == mx[d] == declared:
+                    raise ReferenceEngineError(
+                        f"reference engine: profile {p} of input '{t.name}' dim {d}: declared static {declared} but "
+                        f"the profile says min {mn[d]} opt {opt[d]} max {mx[d]}")
             row.append(Bounds(mn, opt, mx))
         profiles.append(tuple(row))
     r.count(1 + 4 * 4, "op")  # present and plausible; the ops themselves are the C++ reader's business

@@ -51,12 +51,13 @@ from __future__ import annotations
 
 import math
 import os
+import struct
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import blob as _blob
 from .reference_engine import ReferenceEngine, try_read_reference_engine
-from .signature import Bounds, Signature, SignatureError, format_bounds, format_range, format_shape
+from .signature import Signature, SignatureError, format_bounds, format_range, format_shape
 
 __all__ = [
     "BACKEND_ID",
@@ -378,8 +379,6 @@ def _decode_blob(d: DelegateInfo) -> None:
         return
     data = d.data
     if len(data) >= _blob.HEADER_SIZE and data[:4] in (_blob.MAGIC_TR01, _blob.MAGIC_TR02):
-        import struct
-
         magic, mo, ms, eo, es, _ = struct.unpack(_blob.HEADER_FORMAT, data[:_blob.HEADER_SIZE])
         d.header = {"magic": magic.decode(), "metadata_offset": mo, "metadata_size": ms,
                     "engine_offset": eo, "engine_size": es, "blob_size": len(data)}
@@ -476,7 +475,8 @@ class _Checker:
         return self.findings
 
     def inconsistent(self, d: DelegateInfo) -> bool:
-        return any(f.code in ("signature-inconsistent", "signature-engine-mismatch") and d.ref in f.delegates
+        return any(f.code in ("signature-inconsistent", "signature-engine-mismatch", "engine-mismatch")
+                   and d.ref in f.delegates
                    for f in self.findings)
 
     def check_one(self, d: DelegateInfo) -> None:

@@ -11,6 +11,7 @@
 
 namespace etrt::engine {
 
+#if !ETRT_WITH_TENSORRT
 namespace {
 
 // The first bytes, printable ones as characters, others as hex: "'ftrt'" or "00 1f 8b 08".
@@ -32,6 +33,7 @@ std::string describe_magic(const void* data, size_t size) {
 }
 
 }  // namespace
+#endif
 
 std::unique_ptr<Engine> deserialize_engine(const void* data, size_t size, const EngineOptions& options,
                                            std::string* error) {

@@ -411,3 +411,41 @@ def test_console_script_entry_point_is_cli_main():
     text = (PYTHON_DIR / "pyproject.toml").read_text()
     assert 'etrt = "etrt.cli:main"' in text
     assert etrt.cli.main(["--help"]) == 0
+
+
+# --- the report in-process ------------------------------------------------------------
+
+
+def test_inspect_report_of_an_upstream_blob_without_signature():
+    from etrt.inspect_pte import format_report, inspect_program
+
+    vector = ROOT / "tests" / "vectors" / "blob" / "upstream_minimal.blob"
+    pte = B.single_delegate_program(vector.read_bytes(), [("x", "float32", [1, 4], False)],
+                                    [("y", "float32", [1, 4], False)])
+    from etrt import blob
+
+    md, _ = blob.parse_blob(vector.read_bytes())
+    if md.num_inputs != 1 or md.num_outputs != 1:  # keep the call's arity in step with the vector
+        pytest.skip("vector shape changed")
+    report = inspect_program(pte)
+    d = report["methods"][0]["delegates"][0]
+    assert d["profiles"]["count"] is None and d["engine"]["kind"] == "tensorrt"
+    text = format_report(report)
+    assert "profiles: unknown (no profile_signature, opaque TensorRT plan)" in text
+    assert "carries no profile_signature" in text
+
+
+def test_inspect_report_shows_engine_profiles_that_disagree_with_the_signature():
+    from etrt.inspect_pte import format_report, inspect_program
+
+    eng = B.ref_engine("dec", [("ids", "int64", [1, -1])], [("out", "int64", [1, -1])],
+                       [[B.DECODE], [B.prefill(128, 2, 64)]])
+    sig = Signature.from_bounds({"ids": [B.DECODE, B.prefill(256, 2, 64)]})
+    pte = B.single_delegate_program(B.trt_blob([("ids", "int64", [1, -1])], [("out", "int64", [1, -1])], sig, eng),
+                                    [("ids", "int64", [1, 256], True)], [("out", "int64", [1, 256], True)])
+    report = inspect_program(pte)
+    assert report["methods"][0]["delegates"][0]["engine"]["agrees_with_signature"] is False
+    text = format_report(report, infos=False)
+    assert "its profiles DISAGREE with the signature" in text
+    assert "engine profile 1: ids min [1, 2] opt [1, 64] max [1, 128]" in text
+    assert "error: 'forward' delegate 0 (instruction 0): its profile_signature disagrees" in text

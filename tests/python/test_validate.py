@@ -305,6 +305,20 @@ def test_reference_reader_refuses_damaged_engines(mutate, message):
         read_reference_engine(mutate(bytes.fromhex(CPP_ENGINE_HEX)))
 
 
+@pytest.mark.parametrize("inputs, profiles, message", [
+    ([("ids", "int64", [1, -1])], [[([1], [1], [1])]], "must have the input's rank 2"),
+    ([("ids", "int64", [1, -1])], [[([1, 4], [1, 2], [1, 8])]], "0 <= min <= opt <= max"),
+    ([("ids", "int64", [1, 8])], [[([1, 4], [1, 8], [1, 8])]], "declared static 8"),
+    ([("out", "int64", [1, -1])], [[([1, 1], [1, 1], [1, 1])]], "'out' is used twice"),
+    ([], [[], []], "an engine without inputs has one profile"),
+    ([("ids", "int64", [1, -1])], [], "no optimization profiles"),
+])
+def test_reference_reader_checks_the_profile_section(inputs, profiles, message):
+    data = B.ref_engine("bad", inputs, [("out", "int64", [1, -1])], profiles)
+    with pytest.raises(ReferenceEngineError, match=message):
+        read_reference_engine(data)
+
+
 def test_reference_reader_never_reads_past_a_lying_count():
     from etrt.reference_engine import checksum
 

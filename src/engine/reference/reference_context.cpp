@@ -1,0 +1,379 @@
+// The reference engine's execution context: TensorRT's execution-context
+// contract, call by call (see reference_engine.h and docs/reference-engine.md).
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/reference/engine_state.h"
+#include "engine/reference/executor.h"
+#include "engine/reference/kernels.h"
+
+namespace etrt::engine::reference {
+
+namespace {
+
+using State = ReferenceEngine::State;
+
+void busy_wait(int64_t ns) {
+  // Spinning, not sleeping: a real switch keeps the calling thread busy, and a sleep's wake-up latency would swamp
+  // the microsecond costs benchmarks model.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+std::string context_name(uint64_t id) { return "execution context #" + std::to_string(id); }
+
+class ReferenceContext final : public ExecutionContext {
+ public:
+  ReferenceContext(std::shared_ptr<State> state, uint64_t id, bool user_managed, ScratchBuffer owned)
+      : state_(std::move(state)),
+        id_(id),
+        user_managed_(user_managed),
+        owned_scratch_(std::move(owned)),
+        input_set_(state_->model.io.size(), false),
+        address_set_(state_->model.io.size(), false),
+        shapes_(static_cast<size_t>(state_->model.num_tensors())),
+        data_(static_cast<size_t>(state_->model.num_tensors()), nullptr) {
+    const Model& m = state_->model;
+    for (size_t i = 0; i < m.constants.size(); ++i)
+      data_[static_cast<size_t>(m.constant_id(i))] = const_cast<float*>(m.constants[i].values.data());
+    if (!user_managed_) {
+      scratch_ = owned_scratch_.get();
+      scratch_set_ = true;
+    }
+  }
+
+  ~ReferenceContext() override {
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      for (uint64_t& h : state_->holders)
+        if (h == id_) h = 0;
+      --state_->live_contexts;
+    }
+    state_->trace_call(TraceKind::kDestroyContext, id_, nullptr, [](TraceEvent&) {});
+  }
+
+  int32_t optimization_profile() const override { return profile_; }
+
+  bool set_optimization_profile(int32_t profile, StreamHandle stream) override {
+    const int32_t previous = profile_;
+    auto traced = [&](const std::string* error, int64_t cost) {
+      state_->trace_call(TraceKind::kSetOptimizationProfile, id_, error, [&](TraceEvent& e) {
+        e.profile = profile;
+        e.previous_profile = previous;
+        e.stream = stream;
+        e.switch_cost_ns = cost;
+      });
+      return error == nullptr;
+    };
+    const int32_t n = static_cast<int32_t>(state_->model.profiles.size());
+    if (profile < 0 || profile >= n)
+      return traced(fail("set_optimization_profile(" + std::to_string(profile) + "): out of range, engine '" + label() +
+                         "' has " + std::to_string(n) + " profile(s), 0.." + std::to_string(n - 1) +
+                         "; the context stays on profile " + std::to_string(profile_)),
+                    0);
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      if (!state_->alive) return traced(fail_engine_destroyed("set_optimization_profile"), 0);
+      const uint64_t holder = state_->holder(profile);
+      if (holder != 0 && holder != id_)
+        return traced(fail("set_optimization_profile(" + std::to_string(profile) + "): profile " +
+                           std::to_string(profile) + " is held by " + context_name(holder) + " of engine '" + label() +
+                           "'; two live contexts must not use one profile (TensorRT <= 8.5 semantics). "
+                           "Destroy that context or pick another profile; this context stays on profile " +
+                           std::to_string(profile_)),
+                      0);
+      for (uint64_t& h : state_->holders)
+        if (h == id_) h = 0;
+      state_->holders[static_cast<size_t>(profile)] = id_;
+    }
+    profile_ = profile;
+    switch_stream_ = stream;
+    switched_since_enqueue_ = true;
+    // TensorRT forgets every input shape on a switch; so do we, so a backend that skips re-setting them fails here.
+    for (size_t i = 0; i < input_set_.size(); ++i) input_set_[i] = false;
+    inferred_ = false;
+    const int64_t cost = state_->model.switch_cost_ns;
+    if (cost > 0) busy_wait(cost);
+    return traced(nullptr, cost);
+  }
+
+  bool set_input_shape(int32_t io_index, const Shape& shape) override {
+    auto traced = [&](const std::string* error) {
+      state_->trace_call(TraceKind::kSetInputShape, id_, error, [&](TraceEvent& e) {
+        e.io_index = io_index;
+        e.shape = shape;
+        e.profile = profile_;
+      });
+      return error == nullptr;
+    };
+    const Model& m = state_->model;
+    if (io_index < 0 || io_index >= m.num_io())
+      return traced(fail("set_input_shape: io index " + std::to_string(io_index) + " is out of range 0.." +
+                         std::to_string(m.num_io() - 1)));
+    const TensorDesc& t = m.io[static_cast<size_t>(io_index)];
+    // Words for the refusals only: the success path must not allocate.
+    auto call = [&] { return "set_input_shape('" + t.name + "', " + shape_to_string(shape) + ")"; };
+    if (!t.is_input) return traced(fail(call() + ": '" + t.name + "' is an output; only inputs take shapes"));
+    if (shape.rank != t.shape.rank)
+      return traced(fail(call() + ": rank " + std::to_string(shape.rank) + ", the input has rank " +
+                         std::to_string(t.shape.rank) + " " + shape_to_string(t.shape)));
+    const InputRange& r = m.profiles[static_cast<size_t>(profile_)][static_cast<size_t>(ordinal(io_index))];
+    for (int32_t d = 0; d < shape.rank; ++d)
+      if (shape.d[d] < r.min.d[d] || shape.d[d] > r.max.d[d])
+        return traced(fail(call() + ": dim " + std::to_string(d) + " = " + std::to_string(shape.d[d]) +
+                           " is outside [" + std::to_string(r.min.d[d]) + ", " + std::to_string(r.max.d[d]) +
+                           "] of the active profile " + std::to_string(profile_) + " (min " + shape_to_string(r.min) +
+                           ", max " + shape_to_string(r.max) + "); switch to a profile that covers it first"));
+    shapes_[static_cast<size_t>(io_index)] = shape;
+    input_set_[static_cast<size_t>(io_index)] = true;
+    inferred_ = false;
+    return traced(nullptr);
+  }
+
+  bool tensor_shape(int32_t io_index, Shape* out) const override {
+    const Model& m = state_->model;
+    if (io_index < 0 || io_index >= m.num_io()) {
+      fail("tensor_shape: io index " + std::to_string(io_index) + " is out of range 0.." +
+           std::to_string(m.num_io() - 1));
+      return false;
+    }
+    const auto i = static_cast<size_t>(io_index);
+    const TensorDesc& t = m.io[i];
+    if (t.is_input) {
+      *out = input_set_[i] ? shapes_[i] : t.shape;
+      return true;
+    }
+    if (!all_inputs_set()) {
+      // Like TensorRT: the declared shape, -1 where the engine cannot know yet.
+      *out = t.shape;
+      return true;
+    }
+    if (!infer()) {
+      fail("tensor_shape('" + t.name + "'): " + inference_error_);
+      return false;
+    }
+    *out = shapes_[i];
+    return true;
+  }
+
+  bool set_tensor_address(int32_t io_index, void* address) override {
+    auto traced = [&](const std::string* error) {
+      state_->trace_call(TraceKind::kSetTensorAddress, id_, error, [&](TraceEvent& e) {
+        e.io_index = io_index;
+        e.address = address;
+      });
+      return error == nullptr;
+    };
+    const Model& m = state_->model;
+    if (io_index < 0 || io_index >= m.num_io())
+      return traced(fail("set_tensor_address: io index " + std::to_string(io_index) + " is out of range 0.." +
+                         std::to_string(m.num_io() - 1)));
+    const TensorDesc& t = m.io[static_cast<size_t>(io_index)];
+    // Null is accepted here, as TensorRT does, for tensors that turn out empty; enqueue refuses it otherwise.
+    const size_t align = element_size(t.dtype);
+    if (reinterpret_cast<uintptr_t>(address) % align != 0)
+      return traced(fail("set_tensor_address('" + t.name + "'): address is not aligned to its " +
+                         std::to_string(align) + "-byte " + to_string(t.dtype) + " elements"));
+    data_[static_cast<size_t>(io_index)] = address;
+    address_set_[static_cast<size_t>(io_index)] = true;
+    return traced(nullptr);
+  }
+
+  bool set_device_memory(void* memory, size_t size) override {
+    auto traced = [&](const std::string* error) {
+      state_->trace_call(TraceKind::kSetDeviceMemory, id_, error, [&](TraceEvent& e) {
+        e.address = memory;
+        e.size = size;
+      });
+      return error == nullptr;
+    };
+    const uint64_t need = state_->plan.device_memory_size;
+    auto call = [&] { return "set_device_memory(" + std::to_string(size) + " bytes)"; };
+    if (!user_managed_)
+      return traced(fail(call() + ": this context owns its scratch memory; create it with user_managed_memory to "
+                                  "supply memory"));
+    if (size < need)
+      return traced(fail(call() + ": engine '" + label() + "' needs " + std::to_string(need) +
+                         " bytes (device_memory_size()) for its largest profile"));
+    if (memory == nullptr && size > 0) return traced(fail(call() + ": the memory is null"));
+    if (reinterpret_cast<uintptr_t>(memory) % kScratchAlignment != 0)
+      return traced(fail(call() + ": the memory is not " + std::to_string(kScratchAlignment) +
+                         "-byte aligned (cudaMalloc's alignment; use aligned_alloc on the host)"));
+    scratch_ = static_cast<uint8_t*>(memory);
+    scratch_set_ = true;
+    return traced(nullptr);
+  }
+
+  bool enqueue(StreamHandle stream) override {
+    auto traced = [&](const std::string* error, bool concurrent = false) {
+      state_->trace_call(TraceKind::kEnqueue, id_, error, [&](TraceEvent& e) {
+        e.stream = stream;
+        // A refused concurrent call must not read the state the running enqueue owns.
+        if (concurrent) return;
+        e.profile = profile_;
+        const Model& m = state_->model;
+        for (size_t i = 0; i < m.io.size(); ++i)
+          if (m.io[i].is_input) e.input_shapes.push_back(input_set_[i] ? shapes_[i] : m.io[i].shape);
+      });
+      return error == nullptr;
+    };
+    // Claimed with an atomic exchange so a second thread entering mid-enqueue is refused rather than racing.
+    if (enqueueing_.exchange(true, std::memory_order_acquire)) {
+      // The enqueue in progress owns last_error_'s next write; trace our own copy of the message.
+      const std::string error =
+          "enqueue: another enqueue on this context is still in progress; one context is never enqueued from two "
+          "threads or streams at once (use one context per thread)";
+      fail(error);
+      return traced(&error, /*concurrent=*/true);
+    }
+    const bool ok = enqueue_claimed(stream);
+    enqueueing_.store(false, std::memory_order_release);
+    return traced(ok ? nullptr : &last_error_);
+  }
+
+  const char* last_error() const override { return last_error_.c_str(); }
+
+ private:
+  const std::string& label() const { return state_->model.label; }
+  int32_t ordinal(int32_t io_index) const { return state_->input_ordinals[static_cast<size_t>(io_index)]; }
+
+  // Sets last_error() and returns it, for the trace. `const` because tensor_shape() fails too.
+  const std::string* fail(std::string message) const {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    last_error_ = std::move(message);
+    return &last_error_;
+  }
+  bool refuse(std::string message) {
+    fail(std::move(message));
+    return false;
+  }
+  const std::string* fail_engine_destroyed(const char* call) const {
+    return fail(std::string(call) + ": engine '" + label() + "' was destroyed; destroy its contexts first");
+  }
+
+  bool all_inputs_set() const {
+    const Model& m = state_->model;
+    for (size_t i = 0; i < m.io.size(); ++i)
+      if (m.io[i].is_input && !input_set_[i]) return false;
+    return true;
+  }
+
+  // Output shapes from the current input shapes, cached until an input shape or the profile changes.
+  bool infer() const {
+    if (!inferred_) {
+      inference_ok_ = infer_shapes(state_->model, Span<Shape>(shapes_), &inference_error_);
+      inferred_ = true;
+    }
+    return inference_ok_;
+  }
+
+  // The enqueue proper, with this context already claimed against concurrent enqueues.
+  bool enqueue_claimed(StreamHandle stream) {
+    const Model& m = state_->model;
+    for (size_t i = 0; i < m.io.size(); ++i) {
+      const TensorDesc& t = m.io[i];
+      if (t.is_input && !input_set_[i])
+        return refuse("enqueue: input '" + t.name + "' has no shape on profile " + std::to_string(profile_) +
+                      "; call set_input_shape for every input (again after each profile switch)");
+      if (!address_set_[i])
+        return refuse("enqueue: " + std::string(t.is_input ? "input" : "output") + " '" + t.name +
+                      "' has no address; call set_tensor_address for every IO tensor");
+    }
+    if (!scratch_set_)
+      return refuse(
+          "enqueue: this context was created with user-managed memory and has none; call "
+          "set_device_memory with at least " +
+          std::to_string(state_->plan.device_memory_size) + " bytes first");
+    if (switched_since_enqueue_ && stream != switch_stream_)
+      return refuse(
+          "enqueue: the last profile switch was issued on another stream and may still be running there; "
+          "switch and enqueue on the same stream");
+    if (!infer()) return refuse("enqueue: " + inference_error_);
+    for (size_t i = 0; i < m.io.size(); ++i)
+      if (data_[i] == nullptr && shapes_[i].numel() > 0)
+        return refuse("enqueue: '" + m.io[i].name + "' has shape " + shape_to_string(shapes_[i]) +
+                      " but a null address; only empty tensors may be bound to null");
+
+    const uint64_t scratch_bytes = state_->plan.device_memory_size;
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      if (!state_->alive) {
+        fail_engine_destroyed("enqueue");
+        return false;
+      }
+      const uint64_t holder = state_->holder(profile_);
+      if (holder != 0 && holder != id_)
+        return refuse("enqueue: profile " + std::to_string(profile_) + " is held by " + context_name(holder) +
+                      "; two live contexts must not use one profile (TensorRT <= 8.5 semantics): switch this "
+                      "context to a profile no other context holds");
+      for (const State::ScratchUse& use : state_->scratch_in_use)
+        if (scratch_bytes > 0 && use.begin < scratch_ + scratch_bytes && scratch_ < use.end)
+          return refuse("enqueue: its scratch memory overlaps that of " + context_name(use.context_id) +
+                        ", which is enqueueing now; contexts sharing device memory must not run at the same "
+                        "time");
+      state_->holders[static_cast<size_t>(profile_)] = id_;
+      if (scratch_bytes > 0) state_->scratch_in_use.push_back({scratch_, scratch_ + scratch_bytes, id_});
+    }
+    if (state_->hook) state_->hook(*this);
+
+    for (size_t i = 0; i < m.intermediates.size(); ++i)
+      data_[static_cast<size_t>(m.intermediate_id(i))] = scratch_ + state_->plan.intermediate_offsets[i];
+    std::string error;
+    const bool ok = run_ops(m, Span<void* const>(data_.data(), data_.size()),
+                            Span<const Shape>(shapes_.data(), shapes_.size()), host_kernels(), &error);
+    if (scratch_bytes > 0) {
+      // Touch both ends of the whole region the engine asked for, so a buffer smaller than device_memory_size()
+      // or already freed shows up under AddressSanitizer even when the ops need less.
+      scratch_[0] = 0;
+      scratch_[scratch_bytes - 1] = 0;
+    }
+    if (scratch_bytes > 0) {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      auto& uses = state_->scratch_in_use;
+      for (size_t i = 0; i < uses.size(); ++i)
+        if (uses[i].context_id == id_) {
+          uses[i] = uses.back();
+          uses.pop_back();
+          break;
+        }
+    }
+    if (!ok) return refuse("enqueue: " + error);
+    switched_since_enqueue_ = false;
+    return true;
+  }
+
+  std::shared_ptr<State> state_;
+  const uint64_t id_;
+  const bool user_managed_;
+  ScratchBuffer owned_scratch_;
+  int32_t profile_ = 0;
+  StreamHandle switch_stream_ = nullptr;
+  bool switched_since_enqueue_ = false;
+  std::vector<bool> input_set_;        // by io index
+  std::vector<bool> address_set_;      // by io index
+  mutable std::vector<Shape> shapes_;  // by tensor id: inputs as set, the rest inferred
+  std::vector<void*> data_;            // by tensor id: IO addresses, constants, intermediates in scratch
+  mutable bool inferred_ = false;
+  mutable bool inference_ok_ = false;
+  mutable std::string inference_error_;
+  uint8_t* scratch_ = nullptr;
+  bool scratch_set_ = false;
+  std::atomic<bool> enqueueing_{false};
+  mutable std::mutex error_mutex_;
+  mutable std::string last_error_;
+};
+
+}  // namespace
+
+std::unique_ptr<ExecutionContext> make_context(std::shared_ptr<State> state, uint64_t id, bool user_managed,
+                                               ScratchBuffer owned) {
+  return std::make_unique<ReferenceContext>(std::move(state), id, user_managed, std::move(owned));
+}
+
+}  // namespace etrt::engine::reference
