@@ -345,8 +345,12 @@ def _lowered_modules(source: Any) -> Optional[List[Tuple[str, str, bytes]]]:
             return obj[0], bytes(obj[1])
         return None
 
+    if isinstance(source, (str, bytes, bytearray, memoryview, Mapping, os.PathLike)):
+        return None
+    if isinstance(getattr(source, "buffer", None), (bytes, bytearray, memoryview)):
+        return None  # a serialized program (ExecutorchProgramManager): the .pte path checks more
     if callable(getattr(source, "exported_program", None)):
-        names = list(getattr(source, "methods", None) or ["forward"])
+        names = sorted(getattr(source, "methods", None) or ["forward"])
         out = []
         for name in names:
             try:
@@ -360,9 +364,7 @@ def _lowered_modules(source: Any) -> Optional[List[Tuple[str, str, bytes]]]:
                 if lowered is not None:
                     out.append((str(name), *lowered))
         return out
-    if isinstance(source, (str, bytes, bytearray, memoryview, Mapping, os.PathLike)):
-        return None
-    if isinstance(source, Iterable) and not hasattr(source, "buffer"):
+    if isinstance(source, Iterable):
         items = list(source)
         lowered_items = [as_lowered(x) for x in items]
         if items and all(x is not None for x in lowered_items):

@@ -342,6 +342,9 @@ def test_accepts_path_bytes_read_pte_dict_and_buffer_objects(tmp_path):
     class FakeExecutorchProgramManager:
         buffer = data
 
+        def exported_program(self, name="forward"):  # also present after to_executorch(); .buffer wins
+            raise AssertionError("the serialized program should be validated, not the lowered modules")
+
     results = [validate_program(path), validate_program(str(path)), validate_program(data),
                validate_program(bytearray(data)), validate_program(read_pte(data)),
                validate_program(FakeExecutorchProgramManager())]

@@ -1,0 +1,49 @@
+// Builds the programs module_bench.cpp compares: the same one-delegate graph
+// x [1, <=64] float32 -> y, once as an etrt delegate over a reference engine
+// that only copies (identity), once for a delegate that does nothing at all.
+// Two profiles: [1,1] (decode) and [1,2..64] (prefill).
+//
+// usage: etrt_make_bench_pte <output-dir>
+
+#include <cstdio>
+#include <string>
+
+#include "engine/reference/builder.h"
+#include "refkit/refkit.h"
+
+namespace {
+
+std::string spec(const char* backend, const char* blob) {
+  return std::string(R"({"name": "forward",
+  "values": [{"name": "x", "dtype": "float32", "sizes": [1, 64], "dynamic": true},
+             {"name": "y", "dtype": "float32", "sizes": [1, 64], "dynamic": true}],
+  "inputs": ["x"], "outputs": ["y"],
+  "delegate_calls": [{"backend_id": ")") +
+         backend + R"(", "blob_file": ")" + blob + R"(", "args": ["x", "y"]}]})";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) return 2;
+  const std::string dir = argv[1];
+  using etrt::make_shape;
+  etrt::engine::reference::Builder b("bench_identity");
+  b.add_input("x", etrt::engine::DataType::kFloat32, make_shape({1, -1}))
+      .add_output("y", etrt::engine::DataType::kFloat32, make_shape({1, -1}));
+  const int32_t decode = b.add_profile();
+  const int32_t prefill = b.add_profile();
+  b.set_profile_shape(decode, "x", make_shape({1, 1}), make_shape({1, 1}), make_shape({1, 1}))
+      .set_profile_shape(prefill, "x", make_shape({1, 2}), make_shape({1, 32}), make_shape({1, 64}))
+      .identity("x", "y")
+      .set_tracing(false);
+  std::string error;
+  const auto engine = b.build(&error);
+  const auto blob = engine.empty() ? engine : etrt::refkit::blob_for_engine(engine, false, &error);
+  const bool ok = !blob.empty() && etrt::refkit::write_file(dir + "/etrt.blob", blob, &error) &&
+                  etrt::refkit::write_text(dir + "/etrt.json", spec("TensorRTBackend", "etrt.blob"), &error) &&
+                  etrt::refkit::write_text(dir + "/noop.blob", "noop", &error) &&
+                  etrt::refkit::write_text(dir + "/noop.json", spec("EtrtBenchNoop", "noop.blob"), &error);
+  if (!ok) std::fprintf(stderr, "etrt_make_bench_pte: %s\n", error.c_str());
+  return ok ? 0 : 1;
+}
