@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Per-forward() host overhead through ExecuTorch's Module: etrt (reference
+# engine that only copies, tracing off) against a delegate that does nothing,
+# in one process. Prints medians of 10 repetitions and the ratios to the noop
+# delegate.
+#
+#   bench/run_module_bench.sh [path/to/etrt_bench_module] [extra benchmark flags...]
+#
+# Build it in Release first:
+#   .venv/bin/cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release
+#   ninja -C build-release etrt_bench_module
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BIN="${1:-$ROOT/build-release/bench/module/etrt_bench_module}"
+shift || true
+if [[ ! -x "$BIN" ]]; then
+  echo "run_module_bench.sh: no benchmark binary at $BIN; build etrt_bench_module in Release first." >&2
+  exit 2
+fi
+OUT="$(mktemp -t etrt_bench_module.XXXXXX.json)"
+trap 'rm -f "$OUT"' EXIT
+"$BIN" --benchmark_repetitions=10 --benchmark_report_aggregates_only=true \
+  --benchmark_out="$OUT" --benchmark_out_format=json "$@" >&2
+python3 - "$OUT" <<'PYEOF'
+import json, sys
+report = json.load(open(sys.argv[1]))
+med = {b["run_name"]: b for b in report["benchmarks"] if b.get("aggregate_name") == "median"}
+base = med.get("BM_NoopDelegate")
+print("\nMedians of 10 repetitions, ns per Module::forward(); ratio = case / noop delegate\n")
+print(f"{'case':40} {'real ns':>9} {'cpu ns':>9} {'ratio':>7} {'allocs/forward':>15}")
+for name, b in med.items():
+    ratio = b["real_time"] / base["real_time"] if base else float("nan")
+    print(f"{name:40} {b['real_time']:9.0f} {b['cpu_time']:9.0f} {ratio:6.2f}x {b.get('allocs_per_forward', float('nan')):15.1f}")
+PYEOF
