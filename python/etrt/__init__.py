@@ -5,6 +5,11 @@ Pure Python, no PyTorch. Submodules:
 * :mod:`etrt.pte` -- write ExecuTorch ``.pte`` programs made of delegate calls
   (``Program``), read them back (``read_pte``), and a JSON spec front door
   (``python -m etrt.pte --spec spec.json --out model.pte``).
+* :mod:`etrt.blob` -- the TR01/TR02 delegate blob (byte-identical to the C++ writer).
+* :mod:`etrt.signature` -- the canonical optimization-profile signature.
+* :mod:`etrt.validate` -- whole-program checks that profile index ``i`` means
+  the same regime in every TensorRT delegate (``validate_program``).
+* :mod:`etrt.cli` -- ``etrt inspect | validate | pack``.
 
 The names of :mod:`etrt.pte` are also available here (``etrt.Program``,
 ``etrt.read_pte``, ...), loaded on first use so that ``python -m etrt.pte``
@@ -20,12 +25,21 @@ _PTE_NAMES = frozenset({
 })
 
 
-def __getattr__(name):  # PEP 562: lazy re-export of etrt.pte
+_VALIDATE_NAMES = frozenset({"validate_program", "check_program"})
+
+
+def __getattr__(name):  # PEP 562: lazy re-exports
     if name in _PTE_NAMES:
         from . import pte
         return getattr(pte, name)
+    if name in _VALIDATE_NAMES:
+        from . import validate
+        return getattr(validate, name)
+    if name == "Signature":
+        from .signature import Signature
+        return Signature
     raise AttributeError(f"module 'etrt' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(list(globals()) + list(_PTE_NAMES))
+    return sorted(list(globals()) + list(_PTE_NAMES) + list(_VALIDATE_NAMES) + ["Signature"])

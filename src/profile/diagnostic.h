@@ -23,7 +23,7 @@ class Diagnostic {
 
   /// Starts empty. Only the first byte is written: constructing one per
   /// execute() costs nothing measurable.
-  Diagnostic() noexcept { clear(); }
+  Diagnostic() noexcept { clear(); }  // NOLINT(cppcoreguidelines-pro-type-member-init): the rest of text_ stays unwritten on purpose
 
   /// Forgets the text.
   void clear() noexcept {
