@@ -104,6 +104,11 @@ Builder& Builder::set_tracing(bool enabled) {
   return *this;
 }
 
+Builder& Builder::set_memory_kind(MemoryKind kind) {
+  memory_kind_ = kind;
+  return *this;
+}
+
 std::vector<uint8_t> Builder::build(std::string* error) const {
   if (!first_error_.empty()) return failed(error, first_error_);
   Model m;
@@ -111,6 +116,7 @@ std::vector<uint8_t> Builder::build(std::string* error) const {
   m.switch_cost_ns = switch_cost_ns_;
   m.requested_device_memory = device_memory_size_;
   m.tracing = tracing_;
+  m.memory_kind = memory_kind_;
   for (const IoSpec& t : io_) {
     TensorDesc d;
     d.name = t.name;

@@ -69,6 +69,10 @@ class Builder {
   Builder& set_device_memory_size(uint64_t bytes);
   // Whether engines loaded from these bytes record calls in the trace (default on).
   Builder& set_tracing(bool enabled);
+  // kDevice builds a CUDA-mode engine: memory_kind() == kDevice, its ops run as CUDA kernels on the enqueue's
+  // stream over device pointers, its weights live in device memory. Such bytes load anywhere (to be inspected or
+  // packed), but their contexts need an etrt built with -DETRT_WITH_CUDA=ON and a GPU. Default kHost.
+  Builder& set_memory_kind(MemoryKind kind);
 
   // The serialized engine, or empty with the reason in *error.
   std::vector<uint8_t> build(std::string* error) const;
@@ -109,6 +113,7 @@ class Builder {
   int64_t switch_cost_ns_ = 0;
   uint64_t device_memory_size_ = 0;
   bool tracing_ = true;
+  MemoryKind memory_kind_ = MemoryKind::kHost;
   std::string first_error_;  // misuse seen before build(), reported by it
 };
 

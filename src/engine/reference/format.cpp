@@ -7,7 +7,8 @@ namespace etrt::engine::reference {
 namespace {
 
 constexpr uint8_t kFlagTracing = 1;
-constexpr uint8_t kKnownFlags = kFlagTracing;
+constexpr uint8_t kFlagDevice = 2;
+constexpr uint8_t kKnownFlags = kFlagTracing | kFlagDevice;
 
 class Writer {
  public:
@@ -140,6 +141,7 @@ bool decode_payload(Reader& r, Model* m) {
   uint8_t flags = r.u8();
   if (r.ok() && (flags & ~kKnownFlags) != 0) return r.failed(false, "unknown flags " + std::to_string(flags));
   m->tracing = (flags & kFlagTracing) != 0;
+  m->memory_kind = (flags & kFlagDevice) != 0 ? MemoryKind::kDevice : MemoryKind::kHost;
   m->switch_cost_ns = r.i64();
   m->requested_device_memory = r.u64();
 
@@ -228,7 +230,7 @@ bool is_reference_engine(const void* data, size_t size) {
 std::vector<uint8_t> serialize(const Model& m) {
   Writer w;
   w.str(m.label);
-  w.u8(m.tracing ? kFlagTracing : 0);
+  w.u8(static_cast<uint8_t>((m.tracing ? kFlagTracing : 0) | (m.memory_kind == MemoryKind::kDevice ? kFlagDevice : 0)));
   w.i64(m.switch_cost_ns);
   w.u64(m.requested_device_memory);
   w.u32(static_cast<uint32_t>(m.io.size()));

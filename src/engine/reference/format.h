@@ -9,7 +9,7 @@
 //     20 u32     reserved            0
 //   payload
 //     str  label                     u32 length + bytes (no terminator)
-//     u8   flags                     bit 0: tracing on
+//     u8   flags                     bit 0: tracing on; bit 1: CUDA mode (device memory)
 //     i64  switch cost, ns
 //     u64  requested device memory, bytes
 //     u32  IO count,           then per tensor: str name, u8 is_input, u8 is_shape_tensor, u8 dtype, shape

@@ -1,0 +1,57 @@
+// The reference engine in a build without CUDA: CUDA-mode engines still load
+// (so they can be inspected and packed anywhere), but anything that would
+// need the GPU is refused here, saying how to rebuild. The CudaKernels are
+// never reached: no CUDA-mode context can be created in such a build.
+#include "engine/reference/device_runtime.h"
+#include "engine/reference/kernels.h"
+
+namespace etrt::engine::reference {
+
+namespace device {
+
+namespace {
+bool no_cuda(std::string* error) {
+  if (error != nullptr)
+    *error = "this engine runs in CUDA device memory (a CUDA-mode reference engine), but this build of etrt has no "
+             "CUDA: rebuild with -DETRT_WITH_CUDA=ON and run it on a machine with a GPU";
+  return false;
+}
+}  // namespace
+
+bool built_with_cuda() { return false; }
+bool current_device(int* device, std::string* error) {
+  *device = -1;
+  return no_cuda(error);
+}
+bool allocate(size_t, void** out, std::string* error) {
+  *out = nullptr;
+  return no_cuda(error);
+}
+void release(void*) {}
+bool upload(void*, const void*, size_t, std::string* error) { return no_cuda(error); }
+bool pointer_info(const void*, PointerInfo* info, std::string* error) {
+  *info = PointerInfo{};
+  return no_cuda(error);
+}
+bool touch_ends(void*, size_t, StreamHandle, std::string* error) { return no_cuda(error); }
+bool launch_status(std::string* error) { return no_cuda(error); }
+void* create_event(std::string* error) {
+  no_cuda(error);
+  return nullptr;
+}
+void destroy_event(void*) {}
+bool record_event(void*, StreamHandle, std::string* error) { return no_cuda(error); }
+bool event_complete(void*) { return true; }
+
+}  // namespace device
+
+int64_t CudaKernels::embedding(const void*, DataType, int64_t, const float*, int64_t, int64_t, float*) const {
+  return -1;
+}
+void CudaKernels::add(const float*, const float*, float*, int64_t) const {}
+void CudaKernels::add_bias(const float*, const float*, float*, int64_t, int64_t) const {}
+void CudaKernels::scale(const float*, float, float*, int64_t) const {}
+void CudaKernels::matmul(const float*, const float*, float*, int64_t, int64_t, int64_t) const {}
+void CudaKernels::copy(const void*, void*, uint64_t) const {}
+
+}  // namespace etrt::engine::reference

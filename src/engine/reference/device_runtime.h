@@ -1,0 +1,51 @@
+#pragma once
+// The few CUDA runtime calls the reference engine's CUDA mode makes, behind
+// functions that need no CUDA header, so the engine's files compile the same
+// in every build. device_cuda.cpp implements them over the CUDA runtime
+// (-DETRT_WITH_CUDA=ON); device_none.cpp, in builds without CUDA, refuses with
+// a message that says how to rebuild. Every failure returns false and words
+// the CUDA error into *error.
+
+#include <cstddef>
+#include <string>
+
+#include "engine/engine.h"
+
+namespace etrt::engine::reference::device {
+
+// True when this build has the CUDA mode at all.
+bool built_with_cuda();
+
+// The calling thread's current CUDA device.
+bool current_device(int* device, std::string* error);
+
+bool allocate(size_t bytes, void** out, std::string* error);
+// Frees what allocate() returned; null is a no-op. Errors are ignored: this runs in destructors.
+void release(void* memory);
+// A synchronous host-to-device copy (weights, at context creation).
+bool upload(void* device_dst, const void* host_src, size_t bytes, std::string* error);
+
+// Where `address` lives, for the enqueue's binding check.
+enum class PointerKind { kHost, kDevice, kManaged, kMappedHost };
+struct PointerInfo {
+  PointerKind kind = PointerKind::kHost;
+  int device = -1;  // for kDevice
+};
+bool pointer_info(const void* address, PointerInfo* info, std::string* error);
+
+// Zeroes the first and the last byte of [memory, memory + bytes) on `stream`, the CUDA-mode counterpart of the
+// host mode's scratch touch: a buffer that is too small or already freed makes the copy fail (and shows under
+// compute-sanitizer).
+bool touch_ends(void* memory, size_t bytes, StreamHandle stream, std::string* error);
+
+// After a run of kernel launches: false with the launch error, if any.
+bool launch_status(std::string* error);
+
+// A CUDA event without timing; null (with *error) on failure.
+void* create_event(std::string* error);
+void destroy_event(void* event);
+bool record_event(void* event, StreamHandle stream, std::string* error);
+// True when the event has completed (or was never recorded).
+bool event_complete(void* event);
+
+}  // namespace etrt::engine::reference::device
