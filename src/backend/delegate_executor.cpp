@@ -45,30 +45,38 @@ const char* format_shape(const Shape& s, char (&out)[128]) {
   size_t n = 0;
   out[n++] = '[';
   for (int32_t i = 0; i < s.rank && n < sizeof(out) - 24; ++i) {
-    n += static_cast<size_t>(std::snprintf(out + n, sizeof(out) - n, i ? ",%lld" : "%lld", static_cast<long long>(s.d[i])));
+    n += static_cast<size_t>(
+        std::snprintf(out + n, sizeof(out) - n, i ? ",%lld" : "%lld", static_cast<long long>(s.d[i])));
   }
   out[n++] = ']';
   out[n] = '\0';
   return out;
 }
 
+// What an execution did, for the report and the counters.
+struct Outcome {
+  int32_t profile = -1;
+  bool switched = false;
+  bool pin_ignored = false;
+};
+
 // Finishes an execution: counters, the thread's report, and the error code.
-Error finish(DelegateState& state, int32_t profile, bool switched, bool pin_ignored, Error status) {
+Error finish(DelegateState& state, const Outcome& outcome, Error status) {
   if (ExecutionReport::active_on_this_thread()) {
     ExecutionRecord record;
     static_assert(sizeof(record.delegate) == sizeof(state.name), "delegate names are copied whole");
     std::memcpy(record.delegate, state.name, sizeof(record.delegate));
-    record.profile = profile;
+    record.profile = outcome.profile;
     record.num_profiles = state.table.num_profiles();
-    record.switched = switched;
-    record.pin_ignored = pin_ignored;
+    record.switched = outcome.switched;
+    record.pin_ignored = outcome.pin_ignored;
     record.ok = status == Error::Ok;
     ExecutionReport::record_on_this_thread(record);
   }
   if (status == Error::Ok) {
     ++state.executions;
     counters().executions.fetch_add(1, std::memory_order_relaxed);
-    counters().last_profile.store(profile, std::memory_order_relaxed);
+    counters().last_profile.store(outcome.profile, std::memory_order_relaxed);
   }
   return status;
 }
@@ -95,70 +103,65 @@ bool collect_tensors(DelegateState& state, Span<EValue*> args) {
 
 bool check_dtype(const DelegateState& state, const IoSlot& slot, const Tensor& t, const char* role) {
   if (t.scalar_type() == scalar_type_of(slot.dtype)) return true;
-  report_error(state.name, "%s '%s' is %s in the engine, but the tensor passed has ExecuTorch scalar type %d; pass a %s tensor",
+  report_error(state.name,
+               "%s '%s' is %s in the engine, but the tensor passed has ExecuTorch scalar type %d; pass a %s tensor",
                role, slot.name.c_str(), engine::to_string(slot.dtype), static_cast<int>(t.scalar_type()),
                engine::to_string(slot.dtype));
   return false;
 }
 
-}  // namespace
-
-Error execute_delegate(DelegateState& state, Span<EValue*> args) {
-  std::lock_guard<std::mutex> lock(state.mutex);
-  clear_last_error();
-
+// Everything after the wait for in-flight work, in decision 6's order; `device` carries the stream.
+Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> args, Outcome* outcome) {
   ProfileRequest request = current_profile_request();
   if (request.kind == ProfileRequest::Kind::kDefault) request = state.options.default_request();
 
-  if (!collect_tensors(state, args)) return finish(state, -1, false, false, Error::InvalidArgument);
+  if (!collect_tensors(state, args)) return Error::InvalidArgument;
 
   const size_t n_in = state.inputs.size();
   for (size_t i = 0; i < n_in; ++i) {
     const Tensor& t = *state.arg_tensors[i];
-    if (!check_dtype(state, state.inputs[i], t, "input")) return finish(state, -1, false, false, Error::InvalidArgument);
+    if (!check_dtype(state, state.inputs[i], t, "input")) return Error::InvalidArgument;
     const auto sizes = t.sizes();
     if (sizes.size() > static_cast<size_t>(kMaxRank)) {
       report_error(state.name, "input '%s' has rank %zu; TensorRT accepts at most %d dimensions",
                    state.inputs[i].name.c_str(), sizes.size(), kMaxRank);
-      return finish(state, -1, false, false, Error::InvalidArgument);
+      return Error::InvalidArgument;
     }
     Shape& shape = state.input_shapes[i];
     shape.rank = static_cast<int32_t>(sizes.size());
     for (size_t d = 0; d < sizes.size(); ++d) shape.d[d] = sizes[d];
   }
 
-  const Span<const Shape> shapes(state.input_shapes.data(), n_in);
+  const etrt::Span<const Shape> shapes(state.input_shapes.data(), n_in);
   profile::Choice choice;
-  if (!profile::choose_profile(state.table, request, state.active_profile,
-                               etrt::Span<const Shape>(state.input_shapes.data(), n_in), &choice,
-                               &state.diagnostic) ||
-      !profile::validate_shapes(state.table, choice.profile, etrt::Span<const Shape>(state.input_shapes.data(), n_in),
-                                &state.diagnostic)) {
+  if (!profile::choose_profile(state.table, request, state.active_profile, shapes, &choice, &state.diagnostic) ||
+      !profile::validate_shapes(state.table, choice.profile, shapes, &state.diagnostic)) {
     report_error(state.name, "%s", state.diagnostic.c_str());
-    return finish(state, -1, false, false, Error::InvalidArgument);
+    return Error::InvalidArgument;
   }
-  (void)shapes;
   const int32_t chosen = choice.profile;
+  outcome->profile = chosen;
+  outcome->pin_ignored = choice.pin_ignored;
 
-  // Validation passed: from here on the engine's state changes.
-  engine::StreamHandle stream = nullptr;
+  // Validation passed: from here on the engine's state changes, on the execution stream.
+  const engine::StreamHandle stream = device.stream();
   engine::ExecutionContext* context = nullptr;
-  bool switched = false;
   if (state.options.strategy == ProfileStrategy::kContextPerProfile && state.contexts.size() > 1) {
     context = state.contexts[static_cast<size_t>(chosen)].get();
-    switched = chosen != state.active_profile;
+    outcome->switched = chosen != state.active_profile;
   } else {
     context = state.contexts[0].get();
     if (context->optimization_profile() != chosen) {
+      device.issued();  // the switch may have put work on the stream even if it then failed
       if (!context->set_optimization_profile(chosen, stream)) {
         report_error(state.name, "switching from profile %d to profile %d failed: %s", context->optimization_profile(),
                      chosen, context->last_error());
-        return finish(state, chosen, false, choice.pin_ignored, Error::Internal);
+        return Error::Internal;
       }
-      switched = true;
+      outcome->switched = true;
     }
   }
-  if (switched) {
+  if (outcome->switched) {
     log_info("TensorRT delegate %s: profile %d -> %d", state.name, state.active_profile, chosen);
     state.active_profile = chosen;
     ++state.switches;
@@ -169,15 +172,16 @@ Error execute_delegate(DelegateState& state, Span<EValue*> args) {
     if (!context->set_input_shape(state.inputs[i].engine_index, state.input_shapes[i])) {
       char text[128];
       report_error(state.name, "the engine refused shape %s for input '%s' under profile %d: %s",
-                   format_shape(state.input_shapes[i], text), state.inputs[i].name.c_str(), chosen, context->last_error());
-      return finish(state, chosen, switched, choice.pin_ignored, Error::InvalidArgument);
+                   format_shape(state.input_shapes[i], text), state.inputs[i].name.c_str(), chosen,
+                   context->last_error());
+      return Error::InvalidArgument;
     }
   }
 
   for (size_t o = 0; o < state.outputs.size(); ++o) {
     const IoSlot& slot = state.outputs[o];
     Tensor& out = *state.arg_tensors[n_in + o];
-    if (!check_dtype(state, slot, out, "output")) return finish(state, chosen, switched, choice.pin_ignored, Error::InvalidArgument);
+    if (!check_dtype(state, slot, out, "output")) return Error::InvalidArgument;
     if (state.output_capacity[o] < 0) state.output_capacity[o] = static_cast<int64_t>(out.numel());
 
     Shape inferred;
@@ -185,7 +189,7 @@ Error execute_delegate(DelegateState& state, Span<EValue*> args) {
     if (!context->tensor_shape(slot.engine_index, &inferred) || inferred.numel() < 0) {
       report_error(state.name, "the engine could not infer the shape of output '%s' under profile %d: %s",
                    slot.name.c_str(), chosen, context->last_error());
-      return finish(state, chosen, switched, choice.pin_ignored, Error::Internal);
+      return Error::Internal;
     }
     if (inferred.numel() > state.output_capacity[o]) {
       report_error(state.name,
@@ -193,34 +197,54 @@ Error execute_delegate(DelegateState& state, Span<EValue*> args) {
                    "%lld elements; export the model with an upper bound that covers every profile's largest output",
                    slot.name.c_str(), format_shape(inferred, text), static_cast<long long>(inferred.numel()), chosen,
                    static_cast<long long>(state.output_capacity[o]));
-      return finish(state, chosen, switched, choice.pin_ignored, Error::InvalidArgument);
+      return Error::InvalidArgument;
     }
     executorch::aten::SizesType sizes[kMaxRank];
     for (int32_t d = 0; d < inferred.rank; ++d) sizes[d] = static_cast<executorch::aten::SizesType>(inferred.d[d]);
     const Error resized = executorch::runtime::resize_tensor(
         out, executorch::aten::ArrayRef<executorch::aten::SizesType>(sizes, static_cast<size_t>(inferred.rank)));
     if (resized != Error::Ok) {
-      report_error(state.name, "ExecuTorch refused to resize output '%s' to %s (error %d); the output is static or "
-                   "its planned bound is smaller: re-export with a dynamic upper bound covering every profile",
+      report_error(state.name,
+                   "ExecuTorch refused to resize output '%s' to %s (error %d); the output is static or its planned "
+                   "bound is smaller: re-export with a dynamic upper bound covering every profile",
                    slot.name.c_str(), format_shape(inferred, text), static_cast<int>(resized));
-      return finish(state, chosen, switched, choice.pin_ignored, Error::InvalidArgument);
+      return Error::InvalidArgument;
     }
   }
 
-  for (size_t k = 0; k < n_in + state.outputs.size(); ++k) {
-    const IoSlot& slot = k < n_in ? state.inputs[k] : state.outputs[k - n_in];
-    Tensor& t = *state.arg_tensors[k];
-    if (!context->set_tensor_address(slot.engine_index, t.mutable_data_ptr())) {
+  const size_t n_args = n_in + state.outputs.size();
+  for (size_t k = 0; k < n_args; ++k) {
+    const bool is_input = k < n_in;
+    const IoSlot& slot = is_input ? state.inputs[k] : state.outputs[k - n_in];
+    void* address = nullptr;
+    if (!device.bind(k, *state.arg_tensors[k], is_input, slot.name.c_str(), &address)) return Error::InvalidArgument;
+    if (!context->set_tensor_address(slot.engine_index, address)) {
       report_error(state.name, "binding '%s' failed: %s", slot.name.c_str(), context->last_error());
-      return finish(state, chosen, switched, choice.pin_ignored, Error::Internal);
+      return Error::Internal;
     }
   }
 
+  device.issued();  // a failed enqueue may still have left work on the stream
   if (!context->enqueue(stream)) {
     report_error(state.name, "the engine failed to run under profile %d: %s", chosen, context->last_error());
-    return finish(state, chosen, switched, choice.pin_ignored, Error::Internal);
+    return Error::Internal;
   }
-  return finish(state, chosen, switched, choice.pin_ignored, Error::Ok);
+  if (!device.copy_back_outputs(state.arg_tensors.data(), n_in, state.outputs.size())) return Error::Internal;
+  return Error::Ok;
+}
+
+}  // namespace
+
+Error execute_delegate(DelegateState& state, Span<EValue*> args) {
+  std::lock_guard<std::mutex> lock(state.mutex);
+  clear_last_error();
+  DeviceCall device(state.device, state.name);
+  Outcome outcome;
+  Error status = device.begin();
+  if (status == Error::Ok) status = execute_locked(state, device, args, &outcome);
+  // Before the lock is released: the next execution must find this one's in-flight event recorded.
+  status = device.end(status);
+  return finish(state, outcome, status);
 }
 
 }  // namespace etrt::backend

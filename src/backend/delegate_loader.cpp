@@ -1,5 +1,6 @@
 #include "backend/delegate_loader.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "backend/signature_check.h"
@@ -66,7 +67,7 @@ bool build_profile_table(const engine::Engine& engine, DelegateState* state, std
                                       &state->table, error);
 }
 
-bool create_contexts(DelegateState* state, std::string* error) {
+bool create_contexts(DelegateState* state, engine::StreamHandle stream, std::string* error) {
   engine::Engine& engine = *state->engine;
   const int32_t n_profiles = engine.num_profiles();
   if (state->options.strategy == ProfileStrategy::kSwitch || n_profiles == 1) {
@@ -89,10 +90,12 @@ bool create_contexts(DelegateState* state, std::string* error) {
       return false;
     }
     if (!context->set_device_memory(state->scratch.data(), state->scratch.size())) {
-      *error = "could not give profile " + std::to_string(p) + "'s context its scratch memory: " + context->last_error();
+      *error =
+          "could not give profile " + std::to_string(p) + "'s context its scratch memory: " + context->last_error();
       return false;
     }
-    if (p != 0 && !context->set_optimization_profile(p, nullptr)) {
+    // On the load stream; load_delegate waits for it before returning, so no execution's stream races with it.
+    if (p != 0 && !context->set_optimization_profile(p, stream)) {
       *error = "could not bind a context to profile " + std::to_string(p) + ": " + context->last_error();
       return false;
     }
@@ -101,33 +104,127 @@ bool create_contexts(DelegateState* state, std::string* error) {
   return true;
 }
 
+// Bytes of a tensor of `shape` and `dtype`; 0 for a shape with a dynamic dim left.
+size_t bytes_of(const Shape& shape, engine::DataType dtype) {
+  const int64_t n = shape.numel();
+  return n > 0 ? static_cast<size_t>(n) * engine::element_size(dtype) : 0;
+}
+
+// The largest output each profile can produce, for device engines, whose host outputs are staged through buffers
+// made at load: every input is set to the profile's max shape and the output shapes read back, on the context
+// bound to that profile if there is one, else on a probe context (no memory, never enqueued) switched to it on
+// `stream`. An output larger at some smaller input shape is refused at execute with a clear error, never written
+// past its buffer.
+bool plan_output_staging(DelegateState* state, engine::StreamHandle stream, std::vector<size_t>* bytes,
+                         std::string* error) {
+  engine::Engine& engine = *state->engine;
+  const bool per_profile = state->contexts.size() > 1;
+  for (int32_t p = 0; p < state->table.num_profiles(); ++p) {
+    std::unique_ptr<engine::ExecutionContext> probe;
+    engine::ExecutionContext* context =
+        per_profile ? state->contexts[static_cast<size_t>(p)].get() : (p == 0 ? state->contexts[0].get() : nullptr);
+    if (context == nullptr) {
+      probe = engine.create_context(engine::ContextOptions{/*user_managed_memory=*/true});
+      if (!probe || !probe->set_optimization_profile(p, stream)) {
+        *error = "sizing the output staging buffers: could not probe profile " + std::to_string(p) + ": " +
+                 (probe ? probe->last_error() : engine.last_error());
+        return false;
+      }
+      context = probe.get();
+    }
+    for (size_t i = 0; i < state->inputs.size(); ++i) {
+      if (!context->set_input_shape(state->inputs[i].engine_index,
+                                    state->table.bounds(p, static_cast<int32_t>(i)).max)) {
+        *error = "sizing the output staging buffers: the engine refused input '" + state->inputs[i].name +
+                 "' at profile " + std::to_string(p) + "'s max shape: " + context->last_error();
+        return false;
+      }
+    }
+    for (size_t o = 0; o < state->outputs.size(); ++o) {
+      Shape shape;
+      if (!context->tensor_shape(state->outputs[o].engine_index, &shape) || shape.numel() < 0) {
+        *error = "sizing the output staging buffers: the engine cannot infer output '" + state->outputs[o].name +
+                 "' at profile " + std::to_string(p) + "'s max input shapes: " + context->last_error();
+        return false;
+      }
+      size_t& b = (*bytes)[state->inputs.size() + o];
+      b = std::max(b, bytes_of(shape, state->outputs[o].dtype));
+    }
+    // The probe's switch may still be running on the load stream; a context is never destroyed with work in flight.
+    if (probe && !finish_load_work(error)) return false;
+  }
+  return true;
+}
+
+// Device engines: staging buffers for every argument and the in-flight event, on the current (the blob's) device.
+bool prepare_device(DelegateState* state, int device_id, engine::StreamHandle stream, std::string* error) {
+  std::vector<size_t> bytes(state->inputs.size() + state->outputs.size(), 0);
+  for (size_t i = 0; i < state->inputs.size(); ++i)
+    for (int32_t p = 0; p < state->table.num_profiles(); ++p)
+      bytes[i] =
+          std::max(bytes[i], bytes_of(state->table.bounds(p, static_cast<int32_t>(i)).max, state->inputs[i].dtype));
+  return plan_output_staging(state, stream, &bytes, error) &&
+         prepare_device_state(&state->device, device_id, bytes, error);
+}
+
 }  // namespace
 
 bool load_delegate(const void* data, size_t size, DelegateState* state, std::string* error) {
   blob::ParsedBlob parsed;
   if (!blob::parse_blob(data, size, &parsed, error)) return false;
 
+  // The blob's device is current for everything a device engine does at load, and the caller's device again
+  // afterwards. A host engine never touches CUDA, so a CUDA build runs host engines on machines without a GPU.
+  const int64_t device_id = parsed.metadata.device_id;
+  DeviceGuard device;
+  if (engine::deserializes_on_device(parsed.engine, parsed.engine_size) && !device.activate(device_id, error))
+    return false;
   engine::EngineOptions engine_options;
-  engine_options.device_id = parsed.metadata.device_id;
+  engine_options.device_id = device_id;
   state->engine = engine::deserialize_engine(parsed.engine, parsed.engine_size, engine_options, error);
   if (!state->engine) return false;
+  const bool on_device = state->engine->memory_kind() == engine::MemoryKind::kDevice;
   if (!memory_kind_supported(state->engine->memory_kind())) {
-    *error = "the engine runs on CUDA device memory, but this etrt build has no CUDA path; rebuild etrt with "
-             "-DETRT_WITH_CUDA=ON";
+    *error =
+        "the engine runs on CUDA device memory, but this etrt build has no CUDA path; rebuild etrt with "
+        "-DETRT_WITH_CUDA=ON";
     return false;
   }
+  if (on_device && !device.active() && !device.activate(device_id, error)) return false;
+  const engine::StreamHandle stream = on_device ? load_stream() : nullptr;
+  if (on_device) {
+    // Set now, so that destroy_delegate() makes the device current even when the load fails part-way.
+    state->device.device = true;
+    state->device.device_id = static_cast<int>(device_id);
+  }
 
-  if (!bind_io(parsed.metadata, *state->engine, state, error)) return false;
-  if (!build_profile_table(*state->engine, state, error)) return false;
-  if (parsed.metadata.profile_signature && !check_signature(*parsed.metadata.profile_signature, state->table, error))
+  const bool loaded =
+      bind_io(parsed.metadata, *state->engine, state, error) && build_profile_table(*state->engine, state, error) &&
+      (!parsed.metadata.profile_signature ||
+       check_signature(*parsed.metadata.profile_signature, state->table, error)) &&
+      create_contexts(state, stream, error) &&
+      (!on_device || (prepare_device(state, static_cast<int>(device_id), stream, error) && finish_load_work(error)));
+  if (!loaded) {
+    // Whatever the failed load put on the load stream is finished before the caller destroys the state.
+    std::string ignored;
+    if (on_device) finish_load_work(&ignored);
     return false;
-  if (!create_contexts(state, error)) return false;
+  }
 
   state->input_shapes.resize(state->inputs.size());
   state->output_capacity.assign(state->outputs.size(), -1);
   state->arg_tensors.resize(state->inputs.size() + state->outputs.size());
   state->active_profile = 0;
   return true;
+}
+
+void destroy_delegate(DelegateState* state) {
+  // TensorRT objects and device memory are released on the device they belong to, once the last execution's
+  // work is done: an execution with device-only IO returns with its work still queued on the caller's stream.
+  DeviceGuard device;
+  if (state->device.device && device.activate(state->device.device_id, nullptr, /*check_range=*/false))
+    wait_for_in_flight(state->device);
+  state->~DelegateState();
 }
 
 }  // namespace etrt::backend

@@ -1,6 +1,7 @@
 #pragma once
-// Loading: blob bytes -> engine -> profile table -> execution contexts.
-// Runs in BackendInterface::init(); may allocate.
+// Loading: blob bytes -> engine -> profile table -> execution contexts (and,
+// for device engines, staging buffers and the in-flight event); unloading.
+// Runs in BackendInterface::init() / destroy(); may allocate.
 
 #include <cstddef>
 #include <string>
@@ -14,5 +15,9 @@ namespace etrt::backend {
 // message in `error` that says what was wrong and what to do; `state` is then
 // only fit for destruction.
 bool load_delegate(const void* blob, size_t size, DelegateState* state, std::string* error);
+
+// Waits for the delegate's work in flight, then destroys `state` (constructed, loaded or not) in place, with its
+// device current. BackendInterface::destroy() and a failed init() end here.
+void destroy_delegate(DelegateState* state);
 
 }  // namespace etrt::backend

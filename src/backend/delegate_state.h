@@ -37,8 +37,11 @@ struct DelegateState {
   std::mutex mutex;
 
   // Declaration order is destruction order reversed: contexts die before the
-  // scratch memory they run in, which dies before the engine.
+  // scratch memory they run in and the staging buffers bound to them, which
+  // die before the engine. destroy_delegate() first waits for the work in flight.
   std::unique_ptr<engine::Engine> engine;
+  // Device engines: the device, staging buffers and in-flight event (device.h).
+  DeviceState device;
   DeviceBuffer scratch;
   // kSwitch: one context. kContextPerProfile: contexts[p] is bound to profile p.
   std::vector<std::unique_ptr<engine::ExecutionContext>> contexts;
@@ -54,7 +57,6 @@ struct DelegateState {
   // Capacity (elements) ExecuTorch planned for each output, captured the
   // first time the output is seen, while it still has its upper-bound shape.
   std::vector<int64_t> output_capacity;
-  DeviceStaging staging;
 
   // The profile the last successful switch (or the last execution) left the
   // engine on; what kStickyFirstFit keeps.

@@ -1,27 +1,49 @@
 #pragma once
 // Memory and stream plumbing between ExecuTorch tensors and an engine.
 //
-// A host engine (the reference engine on CPU) reads and writes ExecuTorch's
-// tensors in place. A device engine (TensorRT, the reference engine's CUDA
-// mode) needs device pointers: device_cuda.cpp stages host tensors through
-// device buffers on the execution stream. Builds without CUDA refuse device
-// engines at load with a message that says how to rebuild.
+// A host engine (the reference engine's host mode) reads and writes
+// ExecuTorch's tensors in place; nothing here calls CUDA for it, in any build.
+// A device engine (TensorRT, the reference engine's CUDA mode) needs a stream
+// and device pointers. device_cuda.cpp (ETRT_WITH_CUDA) provides them:
+//
+//  * the stream: the caller's (etrt::CudaStreamGuard, which is ExecuTorch's
+//    CallerStreamGuard in builds that have it), else cudaStreamPerThread. The
+//    profile switch, the copies and the enqueue of one execution all go on it.
+//  * device memory is bound in place; host memory is staged through one device
+//    buffer per delegate argument, made at load for the largest size the engine
+//    accepts (inputs) or produces (outputs), with async copies on the stream.
+//  * an in-flight event per delegate, recorded after each execution's last work:
+//    the next execution makes its stream wait for it (on the device, and only
+//    when the stream differs), destroy waits for it on the host, and an
+//    execution waits for it before returning only when host memory is still in
+//    use by the stream (host outputs, inputs from pinned memory).
+//  * the blob's device_id is made current around load, execute and destroy, and
+//    the previous device restored.
+//
+// device_host.cpp is the build without CUDA: device engines are refused at load
+// with a message that says how to rebuild.
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include <executorch/runtime/core/error.h>
+#include <executorch/runtime/core/exec_aten/exec_aten.h>
 
 #include "engine/engine.h"
 
 namespace etrt::backend {
 
-// Memory an engine's contexts run in (scratch), host or device.
+// Memory an engine's contexts run in (scratch) or a staging buffer: host or device.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   ~DeviceBuffer();
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&&) = delete;
 
   bool allocate(engine::MemoryKind kind, size_t bytes, std::string* error);
   void* data() const { return data_; }
@@ -34,17 +56,96 @@ class DeviceBuffer {
   size_t size_ = 0;
 };
 
-// Per-delegate staging for device engines: one device buffer per IO tensor,
-// sized for its capacity, and the delegate's stream and in-flight event.
-// Empty for host engines.
-struct DeviceStaging {
-  bool device = false;
-  // Opaque CUDA objects (cudaStream_t, cudaEvent_t) so this header needs no CUDA.
-  void* in_flight_event = nullptr;
-  int device_id = 0;
+// A delegate's device resources, made at load by prepare_device_state(). Empty (device == false) for host engines.
+struct DeviceState {
+  bool device = false;  // the engine runs in device memory
+  int device_id = 0;    // the blob's device_id
+  // Opaque CUDA objects (cudaEvent_t, cudaStream_t) so this header needs no CUDA.
+  void* in_flight_event = nullptr;   // recorded after each execution's last work
+  void* in_flight_stream = nullptr;  // the stream it was last recorded on
+  bool in_flight_recorded = false;
+  // One buffer per delegate argument, inputs then outputs, at capacity; and whether this execution staged each one.
+  std::vector<DeviceBuffer> staging;
+  std::vector<uint8_t> staged;
+
+  DeviceState() = default;
+  ~DeviceState();
+  DeviceState(const DeviceState&) = delete;
+  DeviceState& operator=(const DeviceState&) = delete;
 };
 
 // True when this build can run engines whose memory kind is `kind`.
 bool memory_kind_supported(engine::MemoryKind kind);
+
+// Makes a CUDA device current while it lives and restores the previous one. Inert until activate() succeeds.
+class DeviceGuard {
+ public:
+  DeviceGuard() = default;
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+  // False with the reason (a device this machine does not have, no CUDA in this build) in *error if given.
+  // `check_range`: first ask how many devices there are (at load; executions reuse a device_id checked then).
+  bool activate(int64_t device_id, std::string* error, bool check_range = true);
+  bool active() const { return active_; }
+
+ private:
+  bool active_ = false;   // activate() succeeded
+  bool restore_ = false;  // it changed the current device, so the destructor changes it back
+  int previous_ = -1;
+};
+
+// Load-time device work (binding contexts to profiles) goes on this stream; finish_load_work() waits for it, so
+// no execution's stream ever races with it.
+engine::StreamHandle load_stream();
+bool finish_load_work(std::string* error);
+
+// Makes the staging buffers (one per delegate argument, `staging_bytes[k]` each) and the in-flight event on the
+// current device, which must be `device_id`.
+bool prepare_device_state(DeviceState* state, int device_id, const std::vector<size_t>& staging_bytes,
+                          std::string* error);
+
+// destroy(): blocks until the delegate's last execution has finished on the device.
+void wait_for_in_flight(DeviceState& state);
+
+// The device side of one execution. For a host engine every call is a pass-through and no CUDA is touched.
+class DeviceCall {
+ public:
+  DeviceCall(DeviceState& state, const char* delegate) noexcept : state_(state), delegate_(delegate) {}
+  DeviceCall(const DeviceCall&) = delete;
+  DeviceCall& operator=(const DeviceCall&) = delete;
+
+  // DESIGN decision 6's "wait for the previous in-flight work": makes the delegate's device current, takes the
+  // caller's stream and orders it after the delegate's in-flight event. Reports and returns the error, if any.
+  executorch::runtime::Error begin();
+  engine::StreamHandle stream() const { return stream_; }
+
+  // Something that may run on the device was issued on stream() (a switch, an enqueue): end() must record it.
+  void issued() { issued_ = true; }
+
+  // The address the engine gets for delegate argument `k` (inputs first). Memory the engine can use in place (any
+  // memory for host engines; device memory of the delegate's device for device engines) is bound as it is; host
+  // memory is staged: inputs are copied into staging[k] on the stream now, outputs copied back by
+  // copy_back_outputs(). `name` words the refusals.
+  bool bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name, void** address);
+
+  // After a successful enqueue: copies every staged output (arguments first_output.. of `tensors`) back into its
+  // host tensor, at the size the tensor was resized to.
+  bool copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count);
+
+  // Records the in-flight event after whatever this execution issued and waits for it when host memory is still
+  // in use by the stream. Returns `status`, or an error if CUDA failed here. The destructor restores the device.
+  executorch::runtime::Error end(executorch::runtime::Error status);
+
+ private:
+  DeviceState& state_;
+  const char* delegate_;
+  DeviceGuard device_;
+  engine::StreamHandle stream_ = nullptr;
+  bool issued_ = false;
+  // Host memory that the stream still reads or writes after the calls return: wait before returning.
+  bool host_memory_in_flight_ = false;
+};
 
 }  // namespace etrt::backend

@@ -1,5 +1,6 @@
-// Host-only device plumbing: the build without CUDA. Device engines are
-// refused at load (see delegate_loader.cpp), so only host memory exists here.
+// Device plumbing in a build without CUDA. Device engines are refused at load
+// (memory_kind_supported, delegate_loader.cpp), so only host memory exists
+// here and every DeviceCall is a pass-through.
 #include <cstdlib>
 #include <new>
 
@@ -7,7 +8,16 @@
 
 namespace etrt::backend {
 
+namespace {
+const char kNoCuda[] = "this etrt build has no CUDA path; rebuild with -DETRT_WITH_CUDA=ON";
+}  // namespace
+
 DeviceBuffer::~DeviceBuffer() { release(); }
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept : kind_(other.kind_), data_(other.data_), size_(other.size_) {
+  other.data_ = nullptr;
+  other.size_ = 0;
+}
 
 void DeviceBuffer::release() {
   std::free(data_);
@@ -18,7 +28,7 @@ void DeviceBuffer::release() {
 bool DeviceBuffer::allocate(engine::MemoryKind kind, size_t bytes, std::string* error) {
   release();
   if (kind != engine::MemoryKind::kHost) {
-    *error = "device memory requested, but this etrt build has no CUDA path; rebuild with -DETRT_WITH_CUDA=ON";
+    *error = std::string("device memory requested, but ") + kNoCuda;
     return false;
   }
   kind_ = kind;
@@ -35,6 +45,41 @@ bool DeviceBuffer::allocate(engine::MemoryKind kind, size_t bytes, std::string* 
   return true;
 }
 
+DeviceState::~DeviceState() = default;
+
 bool memory_kind_supported(engine::MemoryKind kind) { return kind == engine::MemoryKind::kHost; }
+
+DeviceGuard::~DeviceGuard() = default;
+
+bool DeviceGuard::activate(int64_t /*device_id*/, std::string* error, bool /*check_range*/) {
+  if (error != nullptr) *error = std::string("a CUDA device is needed, but ") + kNoCuda;
+  return false;
+}
+
+engine::StreamHandle load_stream() { return nullptr; }
+bool finish_load_work(std::string* /*error*/) { return true; }
+
+bool prepare_device_state(DeviceState* /*state*/, int /*device_id*/, const std::vector<size_t>& /*staging_bytes*/,
+                          std::string* error) {
+  *error = kNoCuda;
+  return false;
+}
+
+void wait_for_in_flight(DeviceState& /*state*/) {}
+
+executorch::runtime::Error DeviceCall::begin() { return executorch::runtime::Error::Ok; }
+
+bool DeviceCall::bind(size_t /*k*/, executorch::aten::Tensor& tensor, bool /*is_input*/, const char* /*name*/,
+                      void** address) {
+  *address = tensor.mutable_data_ptr();
+  return true;
+}
+
+bool DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* /*tensors*/, size_t /*first_output*/,
+                                   size_t /*count*/) {
+  return true;
+}
+
+executorch::runtime::Error DeviceCall::end(executorch::runtime::Error status) { return status; }
 
 }  // namespace etrt::backend

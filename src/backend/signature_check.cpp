@@ -21,8 +21,9 @@ bool same(const std::vector<int64_t>& dims, const Shape& s) {
 }  // namespace
 
 bool check_signature(const blob::ProfileSignature& signature, const profile::ProfileTable& table, std::string* error) {
-  const std::string fix = "; the blob and its engine disagree: re-export the model, or re-pack the engine with its "
-                          "own profiles";
+  const std::string fix =
+      "; the blob and its engine disagree: re-export the model, or re-pack the engine with its "
+      "own profiles";
   if (signature.num_profiles != table.num_profiles()) {
     *error = "the blob's profile signature declares " + std::to_string(signature.num_profiles) +
              " profiles, but the engine has " + std::to_string(table.num_profiles()) + fix;
@@ -43,11 +44,12 @@ bool check_signature(const blob::ProfileSignature& signature, const profile::Pro
         const char* what;
         const std::vector<int64_t>& declared;
         const Shape& actual;
-      } checks[] = {{"min", declared.min, actual.min}, {"opt", declared.opt, actual.opt}, {"max", declared.max, actual.max}};
+      } checks[] = {
+          {"min", declared.min, actual.min}, {"opt", declared.opt, actual.opt}, {"max", declared.max, actual.max}};
       for (const auto& c : checks) {
         if (!same(c.declared, c.actual)) {
-          *error = "the blob's profile signature gives input '" + input.name + "' a profile " + std::to_string(p) + " " +
-                   c.what + " of " + text(c.declared) + ", but the engine's is " + text(c.actual) + fix;
+          *error = "the blob's profile signature gives input '" + input.name + "' a profile " + std::to_string(p) +
+                   " " + c.what + " of " + text(c.declared) + ", but the engine's is " + text(c.actual) + fix;
           return false;
         }
       }

@@ -82,7 +82,7 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
 
     if (!load_delegate(processed->data(), processed->size(), state, &error)) {
       report_error(name, "%s", error.c_str());
-      state->~DelegateState();
+      destroy_delegate(state);
       return Error::InvalidProgram;
     }
     // The engine holds its own copy now; give the program's copy back.
@@ -95,7 +95,7 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
   }
 
   void destroy(DelegateHandle* handle) const override {
-    if (handle != nullptr) static_cast<DelegateState*>(handle)->~DelegateState();
+    if (handle != nullptr) destroy_delegate(static_cast<DelegateState*>(handle));
   }
 
   Error get_option(BackendOptionContext& /*context*/, Span<BackendOption>& options) override {
@@ -132,8 +132,8 @@ TensorRTBackend g_backend;
 const Error g_registered = [] {
   const Error status = executorch::runtime::register_backend({kBackendId, &g_backend});
   if (status != Error::Ok) {
-    ET_LOG(Error, "etrt: registering backend '%s' failed (error %d); another library already registered it",
-           kBackendId, static_cast<int>(status));
+    ET_LOG(Error, "etrt: registering backend '%s' failed (error %d); another library already registered it", kBackendId,
+           static_cast<int>(status));
   }
   return status;
 }();

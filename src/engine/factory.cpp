@@ -35,6 +35,17 @@ std::string describe_magic(const void* data, size_t size) {
 }  // namespace
 #endif
 
+bool deserializes_on_device(const void* data, size_t size) {
+#if ETRT_WITH_TENSORRT
+  return !reference::is_reference_engine(data, size);
+#else
+  // Without the adapter nothing is deserialized on a device: deserialize_engine refuses a plan with the rebuild hint.
+  (void)data;
+  (void)size;
+  return false;
+#endif
+}
+
 std::unique_ptr<Engine> deserialize_engine(const void* data, size_t size, const EngineOptions& options,
                                            std::string* error) {
   if (data == nullptr && size > 0) {

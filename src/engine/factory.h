@@ -17,6 +17,12 @@ struct EngineOptions {
   int64_t device_id = 0;
 };
 
+// True when deserialize_engine() needs the engine's CUDA device current before
+// it is called: a TensorRT plan is deserialized onto the current device. The
+// reference engine never needs one (a CUDA-mode engine uploads its weights
+// when its first context is created), so callers need not touch CUDA for it.
+bool deserializes_on_device(const void* data, size_t size);
+
 // nullptr with the reason in *error (if given) when the bytes are malformed or
 // no implementation in this build can run them. `data` may be freed once this
 // returns.

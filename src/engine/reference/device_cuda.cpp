@@ -99,6 +99,27 @@ bool record_event(void* event, StreamHandle stream, std::string* error) {
   return status == cudaSuccess || failed(status, "cudaEventRecord", error);
 }
 
+void synchronize_event(void* event) {
+  if (event != nullptr && cudaEventSynchronize(static_cast<cudaEvent_t>(event)) != cudaSuccess)
+    (void)cudaGetLastError();
+}
+
+bool allocate_mapped_flag(int** flag, std::string* error) {
+  void* memory = nullptr;
+  const cudaError_t status = cudaHostAlloc(&memory, sizeof(int), cudaHostAllocMapped);
+  if (status != cudaSuccess) {
+    *flag = nullptr;
+    return failed(status, "cudaHostAlloc (a host-mapped flag)", error);
+  }
+  *flag = static_cast<int*>(memory);
+  **flag = 0;
+  return true;
+}
+
+void release_mapped_flag(int* flag) {
+  if (flag != nullptr) (void)cudaFreeHost(flag);
+}
+
 bool event_complete(void* event) {
   const cudaError_t status = cudaEventQuery(static_cast<cudaEvent_t>(event));
   if (status == cudaErrorNotReady) (void)cudaGetLastError();

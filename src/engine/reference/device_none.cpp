@@ -12,8 +12,9 @@ namespace device {
 namespace {
 bool no_cuda(std::string* error) {
   if (error != nullptr)
-    *error = "this engine runs in CUDA device memory (a CUDA-mode reference engine), but this build of etrt has no "
-             "CUDA: rebuild with -DETRT_WITH_CUDA=ON and run it on a machine with a GPU";
+    *error =
+        "this engine runs in CUDA device memory (a CUDA-mode reference engine), but this build of etrt has no "
+        "CUDA: rebuild with -DETRT_WITH_CUDA=ON and run it on a machine with a GPU";
   return false;
 }
 }  // namespace
@@ -42,6 +43,14 @@ void* create_event(std::string* error) {
 void destroy_event(void*) {}
 bool record_event(void*, StreamHandle, std::string* error) { return no_cuda(error); }
 bool event_complete(void*) { return true; }
+void synchronize_event(void*) {}
+bool allocate_mapped_flag(int** flag, std::string* error) {
+  *flag = nullptr;
+  return no_cuda(error);
+}
+void release_mapped_flag(int*) {}
+bool store_word(int32_t*, int32_t, StreamHandle, std::string* error) { return no_cuda(error); }
+bool check_word(const int32_t*, int32_t, int*, StreamHandle, std::string* error) { return no_cuda(error); }
 
 }  // namespace device
 

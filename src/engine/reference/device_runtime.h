@@ -7,6 +7,7 @@
 // the CUDA error into *error.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "engine/engine.h"
@@ -47,5 +48,16 @@ void destroy_event(void* event);
 bool record_event(void* event, StreamHandle stream, std::string* error);
 // True when the event has completed (or was never recorded).
 bool event_complete(void* event);
+// Blocks until the event has completed.
+void synchronize_event(void* event);
+
+// An int in pinned, device-mapped host memory, zeroed: the device writes it, the host reads it without a copy.
+bool allocate_mapped_flag(int** flag, std::string* error);
+void release_mapped_flag(int* flag);
+
+// On `stream`: *word = value.
+bool store_word(int32_t* word, int32_t value, StreamHandle stream, std::string* error);
+// On `stream`: if (*word != expected) *flag = 1.
+bool check_word(const int32_t* word, int32_t expected, int* flag, StreamHandle stream, std::string* error);
 
 }  // namespace etrt::engine::reference::device

@@ -36,6 +36,15 @@ struct ReferenceEngine::State {
   std::vector<ScratchUse> scratch_in_use;  // scratch of enqueues in progress
   int64_t live_contexts = 0;
   EnqueueHook hook;
+  // CUDA mode: the weights in device memory (by constant index) and the device they live on (-1 until then).
+  // Uploaded when the first context is created, not at deserialize, so CUDA-mode bytes load -- to be inspected or
+  // packed -- on machines without a GPU.
+  std::vector<void*> device_constants;
+  int device = -1;
+
+  ~State();
+
+  bool device_mode() const { return model.memory_kind == MemoryKind::kDevice; }
 
   bool should_trace() const { return tracing.load(std::memory_order_relaxed) && tracing_enabled(); }
 
@@ -57,14 +66,32 @@ struct ReferenceEngine::State {
   uint64_t holder(int32_t profile) const { return holders[static_cast<size_t>(profile)]; }
 };
 
-// Scratch memory a context owns, aligned like cudaMalloc's.
-struct AlignedFree {
-  void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t{kScratchAlignment}); }
+// Scratch memory a context owns: aligned host memory, or (CUDA mode) device memory, which cudaMalloc aligns alike.
+struct ScratchFree {
+  MemoryKind kind = MemoryKind::kHost;
+  void operator()(uint8_t* p) const;
 };
-using ScratchBuffer = std::unique_ptr<uint8_t, AlignedFree>;
+using ScratchBuffer = std::unique_ptr<uint8_t, ScratchFree>;
 
-// A context of the engine behind `state`; `owned` is its scratch unless `user_managed`.
+// CUDA mode: once streams are involved the host cannot see the order work runs in, so the device checks it. A
+// switch stores the new profile into `word` on its stream; every enqueue first checks, on its own stream, that
+// `word` holds the profile it runs on, and raises `flag` (host-mapped) if not: the enqueue ran before the switch
+// issued ahead of it -- different streams, nothing ordering them. The next enqueue, or the context's destruction,
+// reports it. `last_work`, recorded after each switch and enqueue, lets destruction refuse (and then wait for)
+// work still running on the device. Made with the context, so no call on it allocates or can implicitly
+// synchronize the device.
+struct DeviceOrder {
+  int32_t* word = nullptr;    // device memory; 0 at creation, as a new context starts on profile 0
+  int* flag = nullptr;        // pinned, device-mapped host memory
+  void* last_work = nullptr;  // cudaEvent_t
+
+  bool make(std::string* error);
+  void release();
+};
+
+// A context of the engine behind `state`; `owned` is its scratch unless `user_managed`; `order` is empty in host
+// mode.
 std::unique_ptr<ExecutionContext> make_context(std::shared_ptr<ReferenceEngine::State> state, uint64_t id,
-                                               bool user_managed, ScratchBuffer owned);
+                                               bool user_managed, ScratchBuffer owned, DeviceOrder order);
 
 }  // namespace etrt::engine::reference

@@ -1,6 +1,6 @@
 #pragma once
 // The reference engine's op kernels, apart from the loop that runs them
-// (executor.h) so a CUDA implementation can slot in beside the host one: the
+// (executor.h), a host set and a CUDA set (CUDA mode): the
 // executor resolves tensors, shapes and scratch, a Kernels does the arithmetic
 // on pointers it is handed. Kernels know nothing of names or messages; they
 // report a failure by position and the executor words it.
@@ -31,5 +31,24 @@ class Kernels {
 
 // Plain loops on the CPU, float32 throughout.
 const Kernels& host_kernels();
+
+// The CUDA mode's kernels (cuda_kernels.cu): each call launches one kernel on `stream` over device pointers and
+// returns without waiting, so an enqueue's ops run in order on its stream, as TensorRT's do. Constructed per
+// enqueue (it only holds the stream). An embedding id outside [0, vocab) cannot fail an enqueue that has already
+// returned: its row is written as NaN (so it shows in the output) and embedding() returns -1.
+class CudaKernels final : public Kernels {
+ public:
+  explicit CudaKernels(StreamHandle stream) : stream_(stream) {}
+  int64_t embedding(const void* ids, DataType id_type, int64_t count, const float* table, int64_t vocab, int64_t hidden,
+                    float* out) const override;
+  void add(const float* a, const float* b, float* out, int64_t n) const override;
+  void add_bias(const float* a, const float* bias, float* out, int64_t rows, int64_t width) const override;
+  void scale(const float* a, float factor, float* out, int64_t n) const override;
+  void matmul(const float* a, const float* weight, float* out, int64_t rows, int64_t k, int64_t n) const override;
+  void copy(const void* src, void* dst, uint64_t bytes) const override;
+
+ private:
+  StreamHandle stream_;
+};
 
 }  // namespace etrt::engine::reference

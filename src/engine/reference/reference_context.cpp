@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/reference/device_runtime.h"
 #include "engine/reference/engine_state.h"
 #include "engine/reference/executor.h"
 #include "engine/reference/kernels.h"
@@ -30,18 +31,21 @@ std::string context_name(uint64_t id) { return "execution context #" + std::to_s
 
 class ReferenceContext final : public ExecutionContext {
  public:
-  ReferenceContext(std::shared_ptr<State> state, uint64_t id, bool user_managed, ScratchBuffer owned)
+  ReferenceContext(std::shared_ptr<State> state, uint64_t id, bool user_managed, ScratchBuffer owned, DeviceOrder order)
       : state_(std::move(state)),
         id_(id),
         user_managed_(user_managed),
         owned_scratch_(std::move(owned)),
+        order_(order),
         input_set_(state_->model.io.size(), false),
         address_set_(state_->model.io.size(), false),
         shapes_(static_cast<size_t>(state_->model.num_tensors())),
         data_(static_cast<size_t>(state_->model.num_tensors()), nullptr) {
     const Model& m = state_->model;
+    // CUDA mode: the engine uploaded its weights before creating this context (ReferenceEngine::prepare_device).
     for (size_t i = 0; i < m.constants.size(); ++i)
-      data_[static_cast<size_t>(m.constant_id(i))] = const_cast<float*>(m.constants[i].values.data());
+      data_[static_cast<size_t>(m.constant_id(i))] =
+          state_->device_mode() ? state_->device_constants[i] : const_cast<float*>(m.constants[i].values.data());
     if (!user_managed_) {
       scratch_ = owned_scratch_.get();
       scratch_set_ = true;
@@ -55,7 +59,8 @@ class ReferenceContext final : public ExecutionContext {
         if (h == id_) h = 0;
       --state_->live_contexts;
     }
-    state_->trace_call(TraceKind::kDestroyContext, id_, nullptr, [](TraceEvent&) {});
+    const std::string error = state_->device_mode() ? release_device_order() : std::string();
+    state_->trace_call(TraceKind::kDestroyContext, id_, error.empty() ? nullptr : &error, [](TraceEvent&) {});
   }
 
   int32_t optimization_profile() const override { return profile_; }
@@ -88,6 +93,16 @@ class ReferenceContext final : public ExecutionContext {
                            "Destroy that context or pick another profile; this context stays on profile " +
                            std::to_string(profile_)),
                       0);
+      if (state_->device_mode()) {
+        // CUDA mode: the switch's work on its stream stores the new profile where the device can check it (see
+        // DeviceOrder). Issued before anything changes, so a failure leaves the context as it was.
+        std::string error;
+        if (!on_weights_device(&error) || !device::store_word(order_.word, profile, stream, &error) ||
+            !device::record_event(order_.last_work, stream, &error))
+          return traced(fail("set_optimization_profile(" + std::to_string(profile) + "): " + error +
+                             "; the context stays on profile " + std::to_string(profile_)),
+                        0);
+      }
       for (uint64_t& h : state_->holders)
         if (h == id_) h = 0;
       state_->holders[static_cast<size_t>(profile)] = id_;
@@ -264,6 +279,66 @@ class ReferenceContext final : public ExecutionContext {
     return true;
   }
 
+  // CUDA mode: switches and enqueues use the device only while its weights' device is current.
+  bool on_weights_device(std::string* error) const {
+    int current = -1;
+    if (!device::current_device(&current, error)) return false;
+    if (current == state_->device) return true;
+    *error = "engine '" + label() + "' holds its weights on CUDA device " + std::to_string(state_->device) +
+             ", but device " + std::to_string(current) + " is current; make device " + std::to_string(state_->device) +
+             " current (cudaSetDevice) first";
+    return false;
+  }
+
+  static constexpr char kOrderViolation[] =
+      "an enqueue of this context ran on the device before the profile switch issued ahead of it: they were on "
+      "different streams and nothing ordered them; switch and enqueue on the same stream, or make the enqueue's "
+      "stream wait for the switch's (cudaStreamWaitEvent)";
+
+  bool check_device_order() {
+    if (*static_cast<volatile int*>(order_.flag) == 0) return true;
+    *static_cast<volatile int*>(order_.flag) = 0;
+    return refuse(std::string("enqueue: ") + kOrderViolation);
+  }
+
+  // The refusal a destruction records, or empty; then waits for the context's work and frees what it used.
+  std::string release_device_order() {
+    std::string error;
+    if (order_.last_work != nullptr && !device::event_complete(order_.last_work)) {
+      error =
+          "destroyed while its work was still running on the device; wait for it (synchronize the stream of its "
+          "last enqueue) before destroying the context";
+      device::synchronize_event(order_.last_work);
+    }
+    if (order_.flag != nullptr && *static_cast<volatile int*>(order_.flag) != 0)
+      error += std::string(error.empty() ? "" : "; and ") + kOrderViolation;
+    order_.release();
+    return error;
+  }
+
+  // CUDA mode only: the engine's kernels must run on the device holding its weights, over memory that device can
+  // reach. The host mode has no counterpart (every pointer is host memory there); a backend that forgets to stage a
+  // host tensor, or binds another GPU's memory, is refused here instead of faulting inside a kernel.
+  bool check_device_binding() {
+    const Model& m = state_->model;
+    std::string error;
+    if (!on_weights_device(&error)) return refuse("enqueue: " + error);
+    for (size_t i = 0; i < m.io.size(); ++i) {
+      if (shapes_[i].numel() == 0) continue;
+      device::PointerInfo info;
+      if (!device::pointer_info(data_[i], &info, &error)) return refuse("enqueue: '" + m.io[i].name + "': " + error);
+      if (info.kind == device::PointerKind::kHost)
+        return refuse("enqueue: '" + m.io[i].name +
+                      "' is bound to host memory, but this is a CUDA-mode engine: "
+                      "bind device memory (stage host tensors through a device buffer)");
+      if (info.kind == device::PointerKind::kDevice && info.device != state_->device)
+        return refuse("enqueue: '" + m.io[i].name + "' is bound to memory of CUDA device " +
+                      std::to_string(info.device) + ", but the engine runs on device " +
+                      std::to_string(state_->device) + "; bind memory of device " + std::to_string(state_->device));
+    }
+    return true;
+  }
+
   // Output shapes from the current input shapes, cached until an input shape or the profile changes.
   bool infer() const {
     if (!inferred_) {
@@ -290,7 +365,9 @@ class ReferenceContext final : public ExecutionContext {
           "enqueue: this context was created with user-managed memory and has none; call "
           "set_device_memory with at least " +
           std::to_string(state_->plan.device_memory_size) + " bytes first");
-    if (switched_since_enqueue_ && stream != switch_stream_)
+    // In CUDA mode the device checks this rule itself, in device order (DeviceOrder): an enqueue on another stream
+    // that was made to wait for the switch (cudaStreamWaitEvent) is right, and only the device can tell.
+    if (!state_->device_mode() && switched_since_enqueue_ && stream != switch_stream_)
       return refuse(
           "enqueue: the last profile switch was issued on another stream and may still be running there; "
           "switch and enqueue on the same stream");
@@ -299,6 +376,7 @@ class ReferenceContext final : public ExecutionContext {
       if (data_[i] == nullptr && shapes_[i].numel() > 0)
         return refuse("enqueue: '" + m.io[i].name + "' has shape " + shape_to_string(shapes_[i]) +
                       " but a null address; only empty tensors may be bound to null");
+    if (state_->device_mode() && (!check_device_binding() || !check_device_order())) return false;
 
     const uint64_t scratch_bytes = state_->plan.device_memory_size;
     {
@@ -325,13 +403,27 @@ class ReferenceContext final : public ExecutionContext {
     for (size_t i = 0; i < m.intermediates.size(); ++i)
       data_[static_cast<size_t>(m.intermediate_id(i))] = scratch_ + state_->plan.intermediate_offsets[i];
     std::string error;
-    const bool ok = run_ops(m, Span<void* const>(data_.data(), data_.size()),
-                            Span<const Shape>(shapes_.data(), shapes_.size()), host_kernels(), &error);
-    if (scratch_bytes > 0) {
-      // Touch both ends of the whole region the engine asked for, so a buffer smaller than device_memory_size()
-      // or already freed shows up under AddressSanitizer even when the ops need less.
-      scratch_[0] = 0;
-      scratch_[scratch_bytes - 1] = 0;
+    bool ok = false;
+    if (state_->device_mode()) {
+      // Work from earlier calls' runtime errors is not ours to report: start from a clean slate.
+      (void)device::launch_status(nullptr);
+      const CudaKernels kernels(stream);
+      ok = device::check_word(order_.word, profile_, order_.flag, stream, &error) &&
+           run_ops(m, Span<void* const>(data_.data(), data_.size()), Span<const Shape>(shapes_.data(), shapes_.size()),
+                   kernels, &error);
+      // As in host mode, the whole region the engine asked for is touched, here by the device on the stream, so a
+      // buffer smaller than device_memory_size() or already freed fails the copy and shows under compute-sanitizer.
+      ok = ok && device::touch_ends(scratch_, static_cast<size_t>(scratch_bytes), stream, &error) &&
+           device::launch_status(&error) && device::record_event(order_.last_work, stream, &error);
+    } else {
+      ok = run_ops(m, Span<void* const>(data_.data(), data_.size()), Span<const Shape>(shapes_.data(), shapes_.size()),
+                   host_kernels(), &error);
+      if (scratch_bytes > 0) {
+        // Touch both ends of the whole region the engine asked for, so a buffer smaller than device_memory_size()
+        // or already freed shows up under AddressSanitizer even when the ops need less.
+        scratch_[0] = 0;
+        scratch_[scratch_bytes - 1] = 0;
+      }
     }
     if (scratch_bytes > 0) {
       std::lock_guard<std::mutex> lock(state_->mutex);
@@ -352,6 +444,7 @@ class ReferenceContext final : public ExecutionContext {
   const uint64_t id_;
   const bool user_managed_;
   ScratchBuffer owned_scratch_;
+  DeviceOrder order_;  // CUDA mode only
   int32_t profile_ = 0;
   StreamHandle switch_stream_ = nullptr;
   bool switched_since_enqueue_ = false;
@@ -371,9 +464,28 @@ class ReferenceContext final : public ExecutionContext {
 
 }  // namespace
 
+bool DeviceOrder::make(std::string* error) {
+  void* memory = nullptr;
+  const int32_t profile_zero = 0;
+  if (!device::allocate(sizeof(int32_t), &memory, error)) return false;
+  word = static_cast<int32_t*>(memory);
+  if (device::upload(word, &profile_zero, sizeof(profile_zero), error) && device::allocate_mapped_flag(&flag, error) &&
+      (last_work = device::create_event(error)) != nullptr)
+    return true;
+  release();
+  return false;
+}
+
+void DeviceOrder::release() {
+  device::destroy_event(last_work);
+  device::release_mapped_flag(flag);
+  device::release(word);
+  *this = DeviceOrder{};
+}
+
 std::unique_ptr<ExecutionContext> make_context(std::shared_ptr<State> state, uint64_t id, bool user_managed,
-                                               ScratchBuffer owned) {
-  return std::make_unique<ReferenceContext>(std::move(state), id, user_managed, std::move(owned));
+                                               ScratchBuffer owned, DeviceOrder order) {
+  return std::make_unique<ReferenceContext>(std::move(state), id, user_managed, std::move(owned), order);
 }
 
 }  // namespace etrt::engine::reference

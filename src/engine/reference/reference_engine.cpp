@@ -5,6 +5,7 @@
 #include <mutex>
 #include <new>
 
+#include "engine/reference/device_runtime.h"
 #include "engine/reference/engine_state.h"
 #include "engine/reference/format.h"
 #include "engine/reference/model.h"
@@ -18,6 +19,18 @@ std::atomic<uint64_t> g_next_engine_id{1};
 std::atomic<uint64_t> g_next_context_id{1};
 
 }  // namespace
+
+ReferenceEngine::State::~State() {
+  for (void* p : device_constants) device::release(p);
+}
+
+void ScratchFree::operator()(uint8_t* p) const {
+  if (kind == MemoryKind::kDevice) {
+    device::release(p);
+  } else {
+    ::operator delete[](p, std::align_val_t{kScratchAlignment});
+  }
+}
 
 ReferenceEngine::ReferenceEngine(std::shared_ptr<State> state) : state_(std::move(state)) {}
 
@@ -58,19 +71,73 @@ bool ReferenceEngine::profile_shape(int32_t profile, int32_t io_index, Shape* mi
   return true;
 }
 
+MemoryKind ReferenceEngine::memory_kind() const { return state_->model.memory_kind; }
+
 size_t ReferenceEngine::device_memory_size() const { return static_cast<size_t>(state_->plan.device_memory_size); }
 
+bool ReferenceEngine::prepare_device() {
+  State& s = *state_;
+  std::string error;
+  int current = -1;
+  if (!device::current_device(&current, &error)) {
+    last_error_ = "create_context: " + error;
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.device >= 0) {
+    if (current == s.device) return true;
+    last_error_ = "create_context: engine '" + s.model.label + "' holds its weights on CUDA device " +
+                  std::to_string(s.device) + ", but device " + std::to_string(current) + " is current; make device " +
+                  std::to_string(s.device) + " current (cudaSetDevice) first";
+    return false;
+  }
+  std::vector<void*> uploaded(s.model.constants.size(), nullptr);
+  for (size_t i = 0; i < s.model.constants.size(); ++i) {
+    const std::vector<float>& values = s.model.constants[i].values;
+    const size_t bytes = values.size() * sizeof(float);
+    if (!device::allocate(bytes, &uploaded[i], &error) || !device::upload(uploaded[i], values.data(), bytes, &error)) {
+      for (void* p : uploaded) device::release(p);
+      last_error_ = "create_context: weights of engine '" + s.model.label + "' to device " + std::to_string(current) +
+                    ": " + error;
+      return false;
+    }
+  }
+  s.device_constants = std::move(uploaded);
+  s.device = current;
+  return true;
+}
+
 std::unique_ptr<ExecutionContext> ReferenceEngine::create_context(const ContextOptions& options) {
-  ScratchBuffer owned;
+  const bool on_device = state_->device_mode();
+  auto refuse = [&] {
+    state_->trace_call(TraceKind::kCreateContext, 0, &last_error_, [](TraceEvent&) {});
+    return nullptr;
+  };
+  if (on_device && !prepare_device()) return refuse();
+  ScratchBuffer owned(nullptr, ScratchFree{state_->model.memory_kind});
   const uint64_t bytes = state_->plan.device_memory_size;
   if (!options.user_managed_memory && bytes > 0) {
-    owned.reset(static_cast<uint8_t*>(
-        ::operator new[](static_cast<size_t>(bytes), std::align_val_t{kScratchAlignment}, std::nothrow)));
+    std::string error;
+    void* memory = nullptr;
+    if (on_device) {
+      if (device::allocate(static_cast<size_t>(bytes), &memory, &error)) owned.reset(static_cast<uint8_t*>(memory));
+    } else {
+      owned.reset(static_cast<uint8_t*>(
+          ::operator new[](static_cast<size_t>(bytes), std::align_val_t{kScratchAlignment}, std::nothrow)));
+    }
     if (!owned) {
-      last_error_ = "create_context: cannot allocate " + std::to_string(bytes) +
-                    " bytes of scratch memory; create the context with user_managed_memory and supply it";
-      state_->trace_call(TraceKind::kCreateContext, 0, &last_error_, [](TraceEvent&) {});
-      return nullptr;
+      last_error_ = "create_context: cannot allocate " + std::to_string(bytes) + " bytes of " +
+                    (on_device ? "device" : "scratch") + " memory" + (error.empty() ? "" : " (" + error + ")") +
+                    "; create the context with user_managed_memory and supply it";
+      return refuse();
+    }
+  }
+  DeviceOrder order;
+  if (on_device) {
+    std::string error;
+    if (!order.make(&error)) {
+      last_error_ = "create_context: " + error;
+      return refuse();
     }
   }
   const uint64_t id = g_next_context_id.fetch_add(1, std::memory_order_relaxed);
@@ -81,7 +148,8 @@ std::unique_ptr<ExecutionContext> ReferenceEngine::create_context(const ContextO
     // At most one enqueue per context is in flight: room for all of them now keeps enqueue from allocating.
     state_->scratch_in_use.reserve(static_cast<size_t>(state_->live_contexts));
   }
-  std::unique_ptr<ExecutionContext> context = make_context(state_, id, options.user_managed_memory, std::move(owned));
+  std::unique_ptr<ExecutionContext> context =
+      make_context(state_, id, options.user_managed_memory, std::move(owned), order);
   state_->trace_call(TraceKind::kCreateContext, id, nullptr, [&](TraceEvent& e) {
     e.profile = 0;
     e.user_managed_memory = options.user_managed_memory;

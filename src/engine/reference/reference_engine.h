@@ -5,6 +5,13 @@
 // data race on a GPU -- with a message, and records every call in the trace
 // (trace.h). See docs/reference-engine.md.
 //
+// Two modes, fixed when the engine is built (Builder::set_memory_kind): host
+// (memory_kind() == kHost, ops on the CPU) and CUDA (kDevice: ops run as CUDA
+// kernels on the stream given to enqueue, over device memory, so a backend's
+// CUDA plumbing runs for real). The trace and the contract checks are the same
+// in both; CUDA mode adds the checks only device memory needs (see
+// reference_context.cpp).
+//
 // Profile ownership follows TensorRT <= 8.5: each live context holds at most
 // one profile and no two live contexts hold the same one. A context takes its
 // profile at creation (profile 0, if no other context holds it), on a
@@ -35,7 +42,8 @@ class ReferenceEngine final : public Engine {
   const TensorDesc& io_tensor(int32_t io_index) const override;
   int32_t num_profiles() const override;
   bool profile_shape(int32_t profile, int32_t io_index, Shape* min, Shape* opt, Shape* max) const override;
-  MemoryKind memory_kind() const override { return MemoryKind::kHost; }
+  // kHost, or kDevice for a CUDA-mode engine (Builder::set_memory_kind).
+  MemoryKind memory_kind() const override;
   size_t device_memory_size() const override;
   std::unique_ptr<ExecutionContext> create_context(const ContextOptions& options) override;
   const char* last_error() const override { return last_error_.c_str(); }
@@ -61,6 +69,8 @@ class ReferenceEngine final : public Engine {
  private:
   friend std::unique_ptr<ReferenceEngine> deserialize(const void* data, size_t size, std::string* error);
   explicit ReferenceEngine(std::shared_ptr<State> state);
+  // CUDA mode, at context creation: uploads the weights on first use; refuses another device than theirs.
+  bool prepare_device();
 
   std::shared_ptr<State> state_;
   std::string last_error_;

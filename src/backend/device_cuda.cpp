@@ -1,0 +1,332 @@
+// Device plumbing over the CUDA runtime (ETRT_WITH_CUDA): the stream, staging,
+// in-flight event and current-device handling device.h describes. Host
+// engines never reach a CUDA call here: every DeviceCall method checks
+// state_.device first.
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <new>
+
+#include <executorch/runtime/core/portable_type/device.h>
+
+#include "backend/device.h"
+#include "backend/diagnostics.h"
+#include "etrt/stream_guard.h"
+
+namespace etrt::backend {
+
+using executorch::runtime::Error;
+
+namespace {
+
+cudaStream_t as_stream(engine::StreamHandle s) { return static_cast<cudaStream_t>(s); }
+cudaEvent_t as_event(void* e) { return static_cast<cudaEvent_t>(e); }
+
+// "cudaErrorInvalidValue (invalid argument)"; also clears the thread's last error, so a failure reported here
+// does not resurface from an unrelated later call (sticky errors stay regardless).
+std::string cuda_text(cudaError_t status) {
+  (void)cudaGetLastError();
+  return std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")";
+}
+
+// The special handles name a stream relative to the calling thread or the current device; they have no device
+// of their own to check.
+bool is_special_stream(cudaStream_t s) { return s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread; }
+
+enum class Placement { kHost, kPinnedHost, kDevice, kManaged };
+
+// Where `data` lives. ExecuTorch 1.5 tensors can say so themselves (Tensor::device_type()); a tensor that says
+// CPU may still point at device memory (a runner's buffer shared through an unplanned input or set_output), so
+// CUDA is asked then. Asked on every call: a cached answer would go stale when a runner registers a buffer
+// (cudaHostRegister turns pageable memory pinned at the same address) or an address is reused.
+Placement placement_of(const executorch::aten::Tensor& t, const void* data, int* device) {
+  if (t.device_type() == executorch::runtime::etensor::DeviceType::CUDA) {
+    *device = t.device_index();
+    return Placement::kDevice;
+  }
+  cudaPointerAttributes attributes{};
+  if (data == nullptr || cudaPointerGetAttributes(&attributes, data) != cudaSuccess) {
+    // A pointer CUDA knows nothing about is host memory; the failed query leaves an error to clear.
+    (void)cudaGetLastError();
+    return Placement::kHost;
+  }
+  *device = attributes.device;
+  switch (attributes.type) {
+    case cudaMemoryTypeDevice:
+      return Placement::kDevice;
+    case cudaMemoryTypeManaged:
+      return Placement::kManaged;
+    case cudaMemoryTypeHost:
+      return Placement::kPinnedHost;
+    default:
+      return Placement::kHost;
+  }
+}
+
+}  // namespace
+
+// ---- DeviceBuffer ----
+
+DeviceBuffer::~DeviceBuffer() { release(); }
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept : kind_(other.kind_), data_(other.data_), size_(other.size_) {
+  other.data_ = nullptr;
+  other.size_ = 0;
+}
+
+void DeviceBuffer::release() {
+  if (kind_ == engine::MemoryKind::kDevice) {
+    if (data_ != nullptr) (void)cudaFree(data_);
+  } else {
+    std::free(data_);
+  }
+  data_ = nullptr;
+  size_ = 0;
+}
+
+bool DeviceBuffer::allocate(engine::MemoryKind kind, size_t bytes, std::string* error) {
+  release();
+  kind_ = kind;
+  if (bytes == 0) return true;
+  if (kind == engine::MemoryKind::kDevice) {
+    const cudaError_t status = cudaMalloc(&data_, bytes);
+    if (status != cudaSuccess) {
+      data_ = nullptr;
+      *error = "could not allocate " + std::to_string(bytes) + " bytes of device memory: " + cuda_text(status);
+      return false;
+    }
+  } else {
+    // 256-byte alignment matches what cudaMalloc gives, so host and device engines see the same guarantees.
+    data_ = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    if (data_ == nullptr) {
+      *error = "could not allocate " + std::to_string(bytes) + " bytes of engine scratch memory";
+      return false;
+    }
+  }
+  size_ = bytes;
+  return true;
+}
+
+// ---- DeviceState, load and destroy ----
+
+DeviceState::~DeviceState() {
+  // destroy_delegate() has waited for it already (wait_for_in_flight).
+  if (in_flight_event != nullptr) (void)cudaEventDestroy(as_event(in_flight_event));
+}
+
+bool memory_kind_supported(engine::MemoryKind) { return true; }
+
+DeviceGuard::~DeviceGuard() {
+  if (restore_) (void)cudaSetDevice(previous_);
+}
+
+bool DeviceGuard::activate(int64_t device_id, std::string* error, bool check_range) {
+  int count = 0;
+  cudaError_t status = check_range ? cudaGetDeviceCount(&count) : cudaSuccess;
+  if (status != cudaSuccess) {
+    if (error != nullptr) *error = "no CUDA device can be used: " + cuda_text(status);
+    return false;
+  }
+  if (check_range && (device_id < 0 || device_id >= count)) {
+    if (error != nullptr)
+      *error = "the blob names CUDA device " + std::to_string(device_id) + ", but this machine has " +
+               std::to_string(count) + " CUDA device(s) (0.." + std::to_string(count - 1) +
+               "); re-export the model for a device it has, or hide devices with CUDA_VISIBLE_DEVICES so that the "
+               "intended GPU gets that index";
+    return false;
+  }
+  int previous = -1;
+  status = cudaGetDevice(&previous);
+  if (status == cudaSuccess && previous != device_id) status = cudaSetDevice(static_cast<int>(device_id));
+  if (status != cudaSuccess) {
+    if (error != nullptr)
+      *error = "could not make CUDA device " + std::to_string(device_id) + " current: " + cuda_text(status);
+    return false;
+  }
+  // A guard activated twice restores the device current before the first activation.
+  if (!restore_) previous_ = previous;
+  restore_ = restore_ || previous != device_id;
+  active_ = true;
+  return true;
+}
+
+// The per-thread stream of the loading thread: load work never waits for, or holds up, other threads' streams.
+engine::StreamHandle load_stream() { return cudaStreamPerThread; }
+
+bool finish_load_work(std::string* error) {
+  const cudaError_t status = cudaStreamSynchronize(cudaStreamPerThread);
+  if (status == cudaSuccess) return true;
+  *error = "waiting for load-time device work failed: " + cuda_text(status);
+  return false;
+}
+
+bool prepare_device_state(DeviceState* state, int device_id, const std::vector<size_t>& staging_bytes,
+                          std::string* error) {
+  state->device = true;
+  state->device_id = device_id;
+  state->staging.clear();
+  state->staging.reserve(staging_bytes.size());
+  for (size_t k = 0; k < staging_bytes.size(); ++k) {
+    state->staging.emplace_back();
+    if (!state->staging.back().allocate(engine::MemoryKind::kDevice, staging_bytes[k], error)) {
+      *error = "staging buffer for delegate argument " + std::to_string(k) + ": " + *error;
+      return false;
+    }
+  }
+  state->staged.assign(staging_bytes.size(), 0);
+  cudaEvent_t event = nullptr;
+  // No timing: a timing event costs more to record, and this one only orders work.
+  const cudaError_t status = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+  if (status != cudaSuccess) {
+    *error = "could not create the delegate's in-flight event: " + cuda_text(status);
+    return false;
+  }
+  state->in_flight_event = event;
+  return true;
+}
+
+void wait_for_in_flight(DeviceState& state) {
+  if (!state.device || !state.in_flight_recorded) return;
+  const cudaError_t status = cudaEventSynchronize(as_event(state.in_flight_event));
+  // destroy() cannot fail; a device error here has been (or will be) reported by the call that caused it.
+  if (status != cudaSuccess) (void)cudaGetLastError();
+}
+
+// ---- one execution ----
+
+Error DeviceCall::begin() {
+  if (!state_.device) return Error::Ok;
+  std::string error;
+  if (!device_.activate(state_.device_id, &error, /*check_range=*/false)) {
+    report_error(delegate_, "%s", error.c_str());
+    return Error::Internal;
+  }
+  const std::optional<void*> caller = current_cuda_stream();
+  cudaStream_t stream = caller ? static_cast<cudaStream_t>(*caller) : cudaStreamPerThread;
+  if (!is_special_stream(stream)) {
+    int stream_device = -1;
+    const cudaError_t status = cudaStreamGetDevice(stream, &stream_device);
+    if (status != cudaSuccess) {
+      report_error(delegate_, "the caller's CUDA stream cannot be used: %s; pass a live stream of device %d",
+                   cuda_text(status).c_str(), state_.device_id);
+      return Error::InvalidArgument;
+    }
+    if (stream_device != state_.device_id) {
+      report_error(delegate_,
+                   "the caller's CUDA stream belongs to device %d, but this delegate runs on device %d (device_id in "
+                   "its blob); hand over a stream of device %d for this call",
+                   stream_device, state_.device_id, state_.device_id);
+      return Error::InvalidArgument;
+    }
+  }
+  stream_ = stream;
+  // Work on one stream runs in order, so waiting is needed only on another stream -- or on the per-thread
+  // stream, whose one handle names a different stream on every thread. (A handle cannot name a new stream while
+  // the old one still has work: cudaStreamDestroy releases a stream only once its work is done.)
+  if (state_.in_flight_recorded && (stream != as_stream(state_.in_flight_stream) || stream == cudaStreamPerThread)) {
+    const cudaError_t status = cudaStreamWaitEvent(stream, as_event(state_.in_flight_event), 0);
+    if (status != cudaSuccess) {
+      report_error(delegate_, "ordering this execution after the previous one failed (cudaStreamWaitEvent): %s",
+                   cuda_text(status).c_str());
+      return Error::Internal;
+    }
+  }
+  return Error::Ok;
+}
+
+bool DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name, void** address) {
+  const char* role = is_input ? "input" : "output";
+  void* data = tensor.mutable_data_ptr();
+  if (!state_.device) {
+    *address = data;
+    return true;
+  }
+  state_.staged[k] = 0;
+  const size_t bytes = tensor.nbytes();
+  int device = -1;
+  const Placement placement = placement_of(tensor, data, &device);
+  if (placement == Placement::kDevice || placement == Placement::kManaged) {
+    if (placement == Placement::kDevice && device != state_.device_id) {
+      report_error(delegate_,
+                   "%s '%s' is in memory of CUDA device %d, but this delegate runs on device %d (device_id in its "
+                   "blob); pass memory of device %d, or host memory (etrt then stages it)",
+                   role, name, device, state_.device_id, state_.device_id);
+      return false;
+    }
+    *address = data;
+    return true;
+  }
+  DeviceBuffer& staging = state_.staging[k];
+  if (bytes > staging.size()) {
+    report_error(delegate_,
+                 "%s '%s' needs %zu bytes, more than the %zu bytes etrt staged for it at load (its size at every "
+                 "profile's largest input shapes); pass it in device memory instead",
+                 role, name, bytes, staging.size());
+    return false;
+  }
+  if (data == nullptr && bytes > 0) {
+    report_error(delegate_,
+                 "%s '%s' has no memory (a null data pointer for %zu bytes): ExecuTorch planned none for it; give "
+                 "it a buffer (Module::set_output for an output, a tensor with data for an input)",
+                 role, name, bytes);
+    return false;
+  }
+  *address = staging.data();
+  state_.staged[k] = 1;
+  if (is_input && bytes > 0) {
+    // From pageable memory the copy has read the tensor by the time it returns; from pinned memory it runs later,
+    // so end() must wait before the caller may touch the tensor again.
+    const cudaError_t status = cudaMemcpyAsync(staging.data(), data, bytes, cudaMemcpyHostToDevice, as_stream(stream_));
+    issued_ = true;
+    if (placement == Placement::kPinnedHost) host_memory_in_flight_ = true;
+    if (status != cudaSuccess) {
+      report_error(delegate_, "copying %s '%s' (%zu bytes) to the device failed: %s", role, name, bytes,
+                   cuda_text(status).c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+bool DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count) {
+  if (!state_.device) return true;
+  for (size_t k = first_output; k < first_output + count; ++k) {
+    if (state_.staged[k] == 0) continue;
+    executorch::aten::Tensor& t = *tensors[k];
+    const size_t bytes = t.nbytes();
+    if (bytes == 0) continue;
+    // ExecuTorch's caller reads host outputs as soon as execute() returns: end() waits for these copies.
+    host_memory_in_flight_ = true;
+    const cudaError_t status = cudaMemcpyAsync(t.mutable_data_ptr(), state_.staging[k].data(), bytes,
+                                               cudaMemcpyDeviceToHost, as_stream(stream_));
+    if (status != cudaSuccess) {
+      report_error(delegate_, "copying output %zu (%zu bytes) back to the host failed: %s", k - first_output, bytes,
+                   cuda_text(status).c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+Error DeviceCall::end(Error status) {
+  if (!state_.device || !issued_) return status;
+  // Recorded on every path that issued work, failed ones too: whatever a switch or an enqueue left on the stream
+  // must be waited for by the next execution and by destroy.
+  cudaError_t cuda = cudaEventRecord(as_event(state_.in_flight_event), as_stream(stream_));
+  if (cuda == cudaSuccess) {
+    state_.in_flight_recorded = true;
+    state_.in_flight_stream = stream_;
+    if (host_memory_in_flight_) cuda = cudaEventSynchronize(as_event(state_.in_flight_event));
+  }
+  if (cuda != cudaSuccess) {
+    // A kernel fault surfaces here; the CUDA context is then unusable, and saying so beats a later mystery.
+    report_error(delegate_,
+                 "the device work of this execution failed: %s. A sticky CUDA error leaves the process's CUDA "
+                 "context unusable; restart the process",
+                 cuda_text(cuda).c_str());
+    return Error::Internal;
+  }
+  return status;
+}
+
+}  // namespace etrt::backend

@@ -1,0 +1,131 @@
+#pragma once
+// What the GPU suite's Module tests share: loading a fixture under a profile
+// strategy, running token ids, and checking logits against
+// tests/backend/fixtures.h, the same expected values as the CPU suite.
+
+#include <executorch/extension/module/module.h>
+#include <executorch/extension/tensor/tensor.h>
+#include <executorch/runtime/backend/options.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "engine/reference/trace.h"
+#include "etrt/options.h"
+#include "etrt/report.h"
+#include "etrt/stream_guard.h"
+#include "fixtures.h"
+#include "gpu_test_util.h"
+
+namespace etrt::gpu_test {
+
+namespace et = ::executorch::runtime;
+namespace ref = ::etrt::engine::reference;
+using ::executorch::aten::ScalarType;
+using ::executorch::extension::from_blob;
+using ::executorch::extension::Module;
+using ::testing::HasSubstr;
+
+inline constexpr int32_t kDecode = 0;
+inline constexpr int32_t kPrefill = 1;
+
+// The fixtures' directory: the build tree's, or $ETRT_GPU_FIXTURE_DIR where the suite runs from a copy (a GPU
+// machine that received a bundle, see docs/gpu-testing.md).
+inline std::string fixture(const std::string& name) {
+  const char* dir = std::getenv("ETRT_GPU_FIXTURE_DIR");
+  return std::string(dir != nullptr ? dir : ETRT_GPU_FIXTURE_DIR) + "/" + name + ".pte";
+}
+
+inline std::vector<int64_t> token_ids(size_t n) {
+  std::vector<int64_t> ids(n);
+  for (size_t i = 0; i < n; ++i) ids[i] = static_cast<int64_t>((i * 7 + 3) % etrt::fixtures::kVocab);
+  return ids;
+}
+
+struct Outcome {
+  et::Error error = et::Error::Ok;
+  std::vector<int32_t> shape;
+  std::vector<float> values;
+};
+
+// A host output's shape and values.
+inline Outcome read_output(const et::Result<std::vector<et::EValue>>& result, size_t index = 0) {
+  Outcome out;
+  if (!result.ok()) {
+    out.error = result.error();
+    return out;
+  }
+  const auto& t = result.get()[index].toTensor();
+  out.shape.assign(t.sizes().begin(), t.sizes().end());
+  const float* p = t.const_data_ptr<float>();
+  out.values.assign(p, p + t.numel());
+  return out;
+}
+
+inline Outcome run_ids(Module& module, std::vector<int64_t> ids) {
+  auto tensor = from_blob(ids.data(), {1, static_cast<int32_t>(ids.size())}, ScalarType::Long);
+  return read_output(module.forward(tensor));
+}
+
+inline void expect_values(const std::vector<float>& values, const std::vector<int64_t>& ids) {
+  const auto want = etrt::fixtures::expected_logits(ids);
+  ASSERT_EQ(values.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(values[i], want[i], 1e-5f) << "element " << i;
+}
+
+inline void expect_logits(const Outcome& out, const std::vector<int64_t>& ids) {
+  ASSERT_EQ(out.error, et::Error::Ok) << etrt::last_error_message();
+  EXPECT_EQ(out.shape, (std::vector<int32_t>{1, static_cast<int32_t>(ids.size()), etrt::fixtures::kHidden}));
+  expect_values(out.values, ids);
+}
+
+// set_optimization_profile calls the engine received after load.
+inline int64_t switch_calls(const std::string& label) {
+  int64_t n = 0;
+  for (const auto& e : ref::trace_events(label)) n += e.kind == ref::TraceKind::kSetOptimizationProfile;
+  return n;
+}
+
+enum class Strategy { kSwitch, kContextPerProfile };
+
+inline void PrintTo(Strategy s, std::ostream* os) {
+  *os << (s == Strategy::kSwitch ? "switch" : "context_per_profile");
+}
+
+inline std::string strategy_name(const ::testing::TestParamInfo<Strategy>& info) {
+  return info.param == Strategy::kSwitch ? "Switch" : "ContextPerProfile";
+}
+
+// Every case runs under both load-time strategies (load option profile_strategy).
+class CudaModule : public ::testing::TestWithParam<Strategy> {
+ protected:
+  void TearDown() override { ref::clear_all_traces(); }
+
+  // Loads `name`.pte under this case's strategy and clears the traces, so a test sees only its own executions.
+  std::unique_ptr<Module> load(const std::string& name) {
+    et::BackendOptions<2> options;
+    EXPECT_EQ(
+        options.set_option(etrt::kOptionProfileStrategy,
+                           GetParam() == Strategy::kSwitch ? etrt::kStrategySwitch : etrt::kStrategyContextPerProfile),
+        et::Error::Ok);
+    et::LoadBackendOptionsMap map;
+    EXPECT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
+    auto module = std::make_unique<Module>(fixture(name));
+    EXPECT_EQ(module->load(map), et::Error::Ok);
+    EXPECT_EQ(module->load_forward(), et::Error::Ok) << etrt::last_error_message();
+    ref::clear_all_traces();
+    return module;
+  }
+
+  // set_optimization_profile calls `changes` profile changes cost: one each with one context, none with a context
+  // per profile (each was bound to its profile at load).
+  int64_t strategy_switches(int64_t changes) const { return GetParam() == Strategy::kSwitch ? changes : 0; }
+};
+
+}  // namespace etrt::gpu_test

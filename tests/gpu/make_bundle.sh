@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Stages everything the GPU suite and the GPU benchmark need on a GPU machine
+# that has a CUDA driver but none of etrt's build dependencies (see
+# docs/gpu-testing.md): the stripped test and benchmark binaries, libetrt, the
+# shared libraries they load that a bare machine lacks (ExecuTorch's runtime
+# from the wheel, libcudart, libbenchmark), the .pte fixtures, and
+# run_bundle.sh. Everything lands in one folder; the binaries find their
+# libraries through $ORIGIN or LD_LIBRARY_PATH.
+#
+#   tests/gpu/make_bundle.sh [build-dir (build-cuda)] [bundle-dir (gpu-bundle)]
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD="${1:-$ROOT/build-cuda}"
+OUT="${2:-$ROOT/gpu-bundle}"
+
+BINARIES=(tests/gpu/etrt_gpu_engine_tests tests/gpu/etrt_gpu_module_tests bench/gpu/etrt_bench_gpu)
+for b in "${BINARIES[@]}"; do
+  if [[ ! -x "$BUILD/$b" ]]; then
+    echo "make_bundle.sh: $BUILD/$b is missing; build $BUILD with -DETRT_WITH_CUDA=ON first" >&2
+    exit 2
+  fi
+done
+
+rm -rf "$OUT"
+mkdir -p "$OUT/fixtures" "$OUT/fallback"
+for b in "${BINARIES[@]}"; do strip -o "$OUT/$(basename "$b")" "$BUILD/$b"; done
+cp "$BUILD/tests/gpu/fixtures/"*.pte "$OUT/fixtures/"
+cp "$ROOT/tests/gpu/run_bundle.sh" "$OUT/"
+
+# Every shared library the binaries load, except the C/C++ runtime every Linux machine has.
+ldd "$OUT"/etrt_* | awk '/=> \// {print $1, $3}' | sort -u | while read -r name path; do
+  case "$name" in
+    libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|libstdc++.so.*|libgcc_s.so.*|ld-linux*) ;;
+    *) cp -L "$path" "$OUT/$name" && strip --strip-unneeded "$OUT/$name" ;;
+  esac
+done
+# The C++ runtime this build needs, used only if the machine's is older (run_bundle.sh decides).
+cp -L "$(g++ -print-file-name=libstdc++.so.6)" "$OUT/fallback/"
+cp -L "$(g++ -print-file-name=libgcc_s.so.1)" "$OUT/fallback/"
+du -sh "$OUT"
+ls -l "$OUT"

@@ -1,0 +1,309 @@
+// The reference engine's CUDA mode, engine-level: the same model computes the
+// same values as in host mode, with kernels on the given stream over device
+// memory; the trace and the contract's refusals read the same in both modes;
+// and the checks only device memory needs (host pointers, another device,
+// a switch still running on another stream) refuse with a message.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/reference/format.h"
+#include "gpu_test_util.h"
+#include "reference_fixtures.h"
+
+namespace etrt::engine::reference::testing {
+namespace {
+
+using gpu_test::busy;
+using gpu_test::DeviceMemory;
+using gpu_test::download;
+using gpu_test::spin;
+using gpu_test::Stream;
+using gpu_test::upload;
+
+std::unique_ptr<ReferenceEngine> load_cuda_llm(const std::string& label) {
+  Builder b = llm_builder(label);
+  b.set_memory_kind(MemoryKind::kDevice);
+  return load(build_or_fail(b));
+}
+
+bool has(const char* text, const std::string& part) { return std::string(text).find(part) != std::string::npos; }
+
+// ids and logits in device memory, room for the longest prefill.
+struct DeviceIo {
+  DeviceMemory ids{kMaxPrefill * sizeof(int64_t)};
+  DeviceMemory logits{kMaxPrefill * kLogits * sizeof(float)};
+};
+
+bool run_on_device(ExecutionContext& context, DeviceIo& io, const std::vector<int64_t>& ids, cudaStream_t stream) {
+  EXPECT_EQ(cudaMemcpy(io.ids.data(), ids.data(), ids.size() * sizeof(int64_t), cudaMemcpyHostToDevice), cudaSuccess);
+  return context.set_input_shape(0, make_shape({int64_t{1}, static_cast<int64_t>(ids.size())})) &&
+         context.set_tensor_address(0, io.ids.data()) && context.set_tensor_address(1, io.logits.data()) &&
+         context.enqueue(stream);
+}
+
+class ReferenceCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    label_ = test_label();
+    engine_ = load_cuda_llm(label_);
+    ASSERT_NE(engine_, nullptr);
+    context_ = engine_->create_context({});
+    ASSERT_NE(context_, nullptr) << engine_->last_error();
+  }
+  void TearDown() override {
+    context_.reset();
+    engine_.reset();
+    clear_trace(label_);
+  }
+
+  // The last event is a failed `kind` saying `message`.
+  void expect_refusal(TraceKind kind, const char* message) {
+    const std::vector<TraceEvent> events = trace_events(label_);
+    ASSERT_FALSE(events.empty());
+    EXPECT_EQ(events.back().kind, kind) << to_string(events.back());
+    EXPECT_FALSE(events.back().ok);
+    EXPECT_EQ(events.back().error, message);
+  }
+
+  std::string label_;
+  std::unique_ptr<ReferenceEngine> engine_;
+  std::unique_ptr<ExecutionContext> context_;
+  Stream stream_;
+  DeviceIo io_;
+};
+
+TEST_F(ReferenceCuda, ACudaModeEngineSaysItRunsInDeviceMemory) {
+  EXPECT_EQ(engine_->memory_kind(), MemoryKind::kDevice);
+  EXPECT_EQ(load_llm(label_ + ".host")->memory_kind(), MemoryKind::kHost);
+}
+
+TEST_F(ReferenceCuda, ItComputesWhatTheHostModeComputesOnTheGivenStream) {
+  const std::vector<int64_t> ids = {0, 5, 2, 3};
+  ASSERT_TRUE(context_->set_optimization_profile(kPrefill, stream_.get())) << context_->last_error();
+  spin(stream_, 20);  // the enqueue's kernels queue behind this: they run on the stream, not now
+  ASSERT_TRUE(run_on_device(*context_, io_, ids, stream_)) << context_->last_error();
+  EXPECT_STILL_BUSY(stream_, "the enqueue must not wait for its kernels");
+  ETRT_CUDA_OK(cudaStreamSynchronize(stream_));
+  EXPECT_EQ(download<float>(io_.logits.data(), ids.size() * kLogits), expected_logits(ids));
+  std::vector<TraceEvent> enqueues = events_of(label_, TraceKind::kEnqueue);
+  ASSERT_EQ(enqueues.size(), 1u);
+  EXPECT_EQ(enqueues[0].stream, static_cast<StreamHandle>(stream_.get()));
+  EXPECT_EQ(enqueues[0].profile, kPrefill);
+}
+
+TEST_F(ReferenceCuda, EveryOpMatchesTheHostMode) {
+  // add of two tensors, add of a bias, scale, identity, matmul: one engine per mode, same inputs.
+  auto build = [](const std::string& label, MemoryKind kind) {
+    Builder b(label);
+    b.add_input("a", DataType::kFloat32, make_shape({2, 3}))
+        .add_input("b", DataType::kFloat32, make_shape({2, 3}))
+        .add_output("sum", DataType::kFloat32, make_shape({2, 3}))
+        .add_output("copy", DataType::kFloat32, make_shape({2, 3}))
+        .add_output("out", DataType::kFloat32, make_shape({2, 2}))
+        .add_constant("bias", make_shape({3}), {1.0f, 2.0f, 3.0f})
+        .add_constant("w", make_shape({3, 2}), {1, 2, 3, 4, 5, 6})
+        .add("a", "b", "sum")
+        .identity("sum", "copy")
+        .add("sum", "bias", "biased")
+        .scale("biased", -0.5f, "scaled")
+        .matmul("scaled", "w", "out")
+        .set_memory_kind(kind);
+    return load(build_or_fail(b));
+  };
+  const std::vector<float> a = {1, 2, 3, 4, 5, 6}, b = {0.5f, 0, -1, 2, 7, -3};
+  // Host mode.
+  auto host = build(label_ + ".host", MemoryKind::kHost);
+  auto host_context = host->create_context({});
+  std::vector<float> a_host = a, b_host = b, sum(6), copy(6), out(4);
+  ASSERT_TRUE(host_context->set_tensor_address(0, a_host.data()) &&
+              host_context->set_tensor_address(1, b_host.data()) && host_context->set_tensor_address(2, sum.data()) &&
+              host_context->set_tensor_address(3, copy.data()) && host_context->set_tensor_address(4, out.data()) &&
+              host_context->set_input_shape(0, make_shape({2, 3})) &&
+              host_context->set_input_shape(1, make_shape({2, 3})) && host_context->enqueue(nullptr))
+      << host_context->last_error();
+  // CUDA mode.
+  auto cuda = build(label_ + ".cuda", MemoryKind::kDevice);
+  auto cuda_context = cuda->create_context({});
+  ASSERT_NE(cuda_context, nullptr) << cuda->last_error();
+  DeviceMemory da(24), db(24), dsum(24), dcopy(24), dout(16);
+  upload(da, a);
+  upload(db, b);
+  ASSERT_TRUE(cuda_context->set_tensor_address(0, da.data()) && cuda_context->set_tensor_address(1, db.data()) &&
+              cuda_context->set_tensor_address(2, dsum.data()) && cuda_context->set_tensor_address(3, dcopy.data()) &&
+              cuda_context->set_tensor_address(4, dout.data()) &&
+              cuda_context->set_input_shape(0, make_shape({2, 3})) &&
+              cuda_context->set_input_shape(1, make_shape({2, 3})) && cuda_context->enqueue(stream_.get()))
+      << cuda_context->last_error();
+  ETRT_CUDA_OK(cudaStreamSynchronize(stream_));
+  EXPECT_EQ(download<float>(dsum.data(), 6), sum);
+  EXPECT_EQ(download<float>(dcopy.data(), 6), copy);
+  EXPECT_EQ(download<float>(dout.data(), 4), out);
+  cuda_context.reset();
+  host_context.reset();
+  clear_trace(label_ + ".host");
+  clear_trace(label_ + ".cuda");
+}
+
+TEST_F(ReferenceCuda, AnIdOutsideTheVocabularyGivesARowOfNaNsInsteadOfFailingTheEnqueue) {
+  const std::vector<int64_t> ids = {1, 99};
+  ASSERT_TRUE(context_->set_optimization_profile(kPrefill, stream_.get()));
+  ASSERT_TRUE(run_on_device(*context_, io_, ids, stream_)) << context_->last_error();
+  ETRT_CUDA_OK(cudaStreamSynchronize(stream_));
+  const std::vector<float> logits = download<float>(io_.logits.data(), 2 * kLogits);
+  EXPECT_EQ(logits[0], expected_logits({1})[0]);
+  for (size_t i = kLogits; i < 2 * kLogits; ++i) EXPECT_TRUE(std::isnan(logits[i])) << i;
+}
+
+TEST_F(ReferenceCuda, HostMemoryBoundToACudaModeEngineIsRefusedAtEnqueue) {
+  std::vector<int64_t> ids = {1};
+  std::vector<float> logits(kLogits);
+  ASSERT_TRUE(context_->set_input_shape(0, make_shape({1, 1})));
+  ASSERT_TRUE(context_->set_tensor_address(0, ids.data()) && context_->set_tensor_address(1, io_.logits.data()));
+  EXPECT_FALSE(context_->enqueue(stream_.get()));
+  EXPECT_TRUE(has(context_->last_error(), "'ids' is bound to host memory, but this is a CUDA-mode engine"))
+      << context_->last_error();
+  ASSERT_TRUE(context_->set_tensor_address(0, io_.ids.data()) && context_->set_tensor_address(1, logits.data()));
+  EXPECT_FALSE(context_->enqueue(stream_.get()));
+  EXPECT_TRUE(has(context_->last_error(), "'logits' is bound to host memory")) << context_->last_error();
+  EXPECT_EQ(trace_counters(label_).enqueues, 0);
+}
+
+// TensorRT's rule "switch and enqueue share a stream (or are synchronized)" cannot be checked on the host once an
+// enqueue's stream may wait for the switch's on the device; in CUDA mode the device checks it.
+TEST_F(ReferenceCuda, AnEnqueueOnAnotherStreamOrderedAfterTheSwitchIsAccepted) {
+  Stream other;
+  cudaEvent_t switched = nullptr;
+  ETRT_CUDA_OK(cudaEventCreateWithFlags(&switched, cudaEventDisableTiming));
+  spin(stream_, 100);
+  ASSERT_TRUE(context_->set_optimization_profile(kPrefill, stream_.get()));  // queued behind the spin
+  ETRT_CUDA_OK(cudaEventRecord(switched, stream_));
+  ETRT_CUDA_OK(cudaStreamWaitEvent(other, switched, 0));
+  const std::vector<int64_t> ids = {1, 2};
+  ASSERT_TRUE(run_on_device(*context_, io_, ids, other)) << context_->last_error();
+  ETRT_CUDA_OK(cudaStreamSynchronize(other));
+  EXPECT_EQ(download<float>(io_.logits.data(), ids.size() * kLogits), expected_logits(ids));
+  ASSERT_TRUE(run_on_device(*context_, io_, ids, other)) << context_->last_error();
+  ETRT_CUDA_OK(cudaStreamSynchronize(other));
+  EXPECT_EQ(trace_counters(label_).failures, 0) << dump(label_);
+  ETRT_CUDA_OK(cudaEventDestroy(switched));
+}
+
+TEST_F(ReferenceCuda, AnEnqueueOnAnotherStreamNotOrderedAfterTheSwitchIsCaughtOnTheDevice) {
+  Stream other;
+  spin(stream_, 200);
+  ASSERT_TRUE(context_->set_optimization_profile(kPrefill, stream_.get()));  // queued behind the spin
+  const std::vector<int64_t> ids = {1, 2};
+  ASSERT_TRUE(run_on_device(*context_, io_, ids, other)) << "the host cannot know yet";
+  ETRT_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_FALSE(run_on_device(*context_, io_, ids, other));
+  EXPECT_TRUE(has(context_->last_error(), "ran on the device before the profile switch issued ahead of it"))
+      << context_->last_error();
+  expect_refusal(TraceKind::kEnqueue, context_->last_error());
+  EXPECT_TRUE(run_on_device(*context_, io_, ids, other)) << "reported once: " << context_->last_error();
+  ETRT_CUDA_OK(cudaStreamSynchronize(other));
+}
+
+TEST_F(ReferenceCuda, DestroyingAContextWithWorkStillRunningIsRecordedAndWaitedFor) {
+  const std::vector<int64_t> ids = {3};
+  spin(stream_, 200);
+  ASSERT_TRUE(run_on_device(*context_, io_, ids, stream_)) << context_->last_error();
+  context_.reset();
+  EXPECT_FALSE(busy(stream_)) << "destruction waited for the context's work";
+  const std::vector<TraceEvent> destroyed = events_of(label_, TraceKind::kDestroyContext);
+  ASSERT_EQ(destroyed.size(), 1u);
+  EXPECT_FALSE(destroyed[0].ok);
+  EXPECT_NE(destroyed[0].error.find("destroyed while its work was still running on the device"), std::string::npos)
+      << destroyed[0].error;
+  EXPECT_EQ(download<float>(io_.logits.data(), kLogits), expected_logits(ids));
+}
+
+TEST_F(ReferenceCuda, UserManagedDeviceScratchIsAcceptedAndTooLittleIsRefusedAsInHostMode) {
+  auto shared = engine_->create_context({/*user_managed_memory=*/true});
+  ASSERT_NE(shared, nullptr);
+  ASSERT_GT(engine_->device_memory_size(), 0u);
+  DeviceMemory scratch(engine_->device_memory_size());
+  EXPECT_FALSE(shared->set_device_memory(scratch.data(), engine_->device_memory_size() - 1));
+  EXPECT_TRUE(has(shared->last_error(), "needs " + std::to_string(engine_->device_memory_size()) + " bytes"))
+      << shared->last_error();
+  ASSERT_TRUE(shared->set_device_memory(scratch.data(), scratch.size())) << shared->last_error();
+  context_.reset();  // frees profile 0 for `shared`
+  const std::vector<int64_t> ids = {4};
+  ASSERT_TRUE(run_on_device(*shared, io_, ids, stream_)) << shared->last_error();
+  ETRT_CUDA_OK(cudaStreamSynchronize(stream_));
+  EXPECT_EQ(download<float>(io_.logits.data(), kLogits), expected_logits(ids));
+}
+
+// The same calls, refused ones included, on a host-mode and a CUDA-mode engine: the trace records the same
+// events with the same outcomes and the same words (the label aside).
+TEST_F(ReferenceCuda, TheTraceOfTheSameCallsIsTheSameInBothModes) {
+  auto sequence = [](const std::string& label, MemoryKind kind, void* ids, void* logits, StreamHandle stream) {
+    clear_trace(label);
+    Builder b = llm_builder(label);
+    b.set_memory_kind(kind);
+    auto engine = load(build_or_fail(b));
+    auto context = engine->create_context({});
+    context->set_optimization_profile(7, stream);                    // out of range
+    context->set_input_shape(0, make_shape({1, 3}));                 // outside decode's [1, 1]
+    context->enqueue(stream);                                        // no shape, no addresses
+    context->set_optimization_profile(kPrefill, stream);             // ok
+    context->set_input_shape(0, make_shape({1, 3}));                 // ok
+    context->set_tensor_address(0, ids);                             // ok
+    context->enqueue(stream);                                        // logits has no address
+    context->set_tensor_address(1, logits);                          // ok
+    context->enqueue(stream);                                        // ok
+    context->set_tensor_address(1, static_cast<char*>(logits) + 1);  // misaligned
+    if (kind == MemoryKind::kDevice) {
+      EXPECT_EQ(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), cudaSuccess);
+    }
+    context.reset();
+    engine.reset();
+    std::vector<TraceEvent> events = trace_events(label);
+    clear_trace(label);
+    return events;
+  };
+  std::vector<int64_t> host_ids = {1, 2, 3};
+  std::vector<float> host_logits(3 * kLogits);
+  const std::vector<int64_t> ids = {1, 2, 3};
+  upload(io_.ids, ids);
+  const auto host = sequence(label_ + "#mode", MemoryKind::kHost, host_ids.data(), host_logits.data(), nullptr);
+  const auto cuda = sequence(label_ + "#mode", MemoryKind::kDevice, io_.ids.data(), io_.logits.data(), stream_.get());
+  ETRT_CUDA_OK(cudaStreamSynchronize(stream_));
+  ASSERT_EQ(host.size(), cuda.size());
+  for (size_t i = 0; i < host.size(); ++i) {
+    EXPECT_EQ(host[i].kind, cuda[i].kind) << to_string(host[i]) << " vs " << to_string(cuda[i]);
+    EXPECT_EQ(host[i].ok, cuda[i].ok) << to_string(host[i]) << " vs " << to_string(cuda[i]);
+    EXPECT_EQ(host[i].error, cuda[i].error);
+    EXPECT_EQ(host[i].profile, cuda[i].profile);
+    EXPECT_EQ(host[i].input_shapes, cuda[i].input_shapes);
+  }
+  EXPECT_EQ(download<float>(io_.logits.data(), 3 * kLogits), host_logits);
+}
+
+TEST_F(ReferenceCuda, TheFormatKeepsTheMode) {
+  Builder b = llm_builder(label_ + ".bytes");
+  b.set_memory_kind(MemoryKind::kDevice);
+  const std::vector<uint8_t> bytes = build_or_fail(b);
+  ASSERT_TRUE(is_reference_engine(bytes.data(), bytes.size()));
+  EXPECT_EQ(load(bytes)->memory_kind(), MemoryKind::kDevice);
+}
+
+TEST_F(ReferenceCuda, ContextsOnAnotherDeviceThanTheWeightsAreRefused) {
+  if (gpu_test::device_count() < 2) GTEST_SKIP() << "needs two GPUs (nvidia-h200-x2)";
+  ETRT_CUDA_OK(cudaSetDevice(1));
+  auto other = engine_->create_context({});
+  EXPECT_EQ(other, nullptr);
+  EXPECT_TRUE(has(engine_->last_error(), "holds its weights on CUDA device 0, but device 1 is current"))
+      << engine_->last_error();
+  const std::vector<int64_t> ids = {1};
+  EXPECT_FALSE(run_on_device(*context_, io_, ids, cudaStreamPerThread));
+  EXPECT_TRUE(has(context_->last_error(), "holds its weights on CUDA device 0, but device 1 is current"))
+      << context_->last_error();
+  ETRT_CUDA_OK(cudaSetDevice(0));
+}
+
+}  // namespace
+}  // namespace etrt::engine::reference::testing

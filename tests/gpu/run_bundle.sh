@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Runs a bundle made by make_bundle.sh on a GPU machine: the GPU suite plainly,
+# then the benchmark, then the suite under compute-sanitizer memcheck,
+# racecheck and initcheck. One log per step in <log-dir>, and summary.txt with
+# each step's exit code, duration, test counts and sanitizer verdicts.
+#
+#   run_bundle.sh <log-dir> [benchmark flags...]
+set -uo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+LOGS="${1:-$HERE/logs}"
+shift || true
+mkdir -p "$LOGS"
+SUMMARY="$LOGS/summary.txt"
+: > "$SUMMARY"
+export LD_LIBRARY_PATH="$HERE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export ETRT_GPU_FIXTURE_DIR="$HERE/fixtures"
+if ! "$HERE/etrt_gpu_engine_tests" --gtest_list_tests > /dev/null 2>&1; then
+  echo "the machine's C++ runtime is older than the build's: using fallback/" | tee -a "$SUMMARY"
+  export LD_LIBRARY_PATH="$HERE/fallback:$LD_LIBRARY_PATH"
+fi
+{
+  nvidia-smi -L
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  compute-sanitizer --version | tail -n 2
+  uname -r
+  cat /etc/os-release | head -n 2
+} > "$LOGS/env.txt" 2>&1
+
+# step <log> <label> <seconds> <command...>: runs with a time limit, appends to <log>.log, records the exit code.
+step() {
+  local name=$1 label=$2 limit=$3
+  shift 3
+  local start=$SECONDS
+  timeout "$limit" "$@" >> "$LOGS/$name.log" 2>&1
+  local rc=$?
+  echo "$name: $label exit $rc in $((SECONDS - start)) s" | tee -a "$SUMMARY"
+}
+
+tests() {  # tests <log> <seconds each> [wrapper...]
+  local log=$1 limit=$2
+  shift 2
+  for t in etrt_gpu_engine_tests etrt_gpu_module_tests; do step "$log" "$t" "$limit" "$@" "$HERE/$t"; done
+  local verdicts="^\[  (PASSED|FAILED|SKIPPED) +\]|tests? ran\.|ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY"
+  grep -hE "$verdicts" "$LOGS/$log.log" |
+    sed "s/^/  $log: /" | tee -a "$SUMMARY"
+}
+
+tests plain 100
+step bench etrt_bench_gpu 240 "$HERE/etrt_bench_gpu" "$@" --benchmark_out="$LOGS/bench.json" --benchmark_out_format=json
+sed -n '/^Median host time/,$p' "$LOGS/bench.log" | tee -a "$SUMMARY"
+export ETRT_GPU_TESTS_UNDER_SANITIZER=1
+tests memcheck 170 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 86
+tests racecheck 110 compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 86
+tests initcheck 80 compute-sanitizer --tool initcheck --error-exitcode 86
+cat "$SUMMARY"
