@@ -110,6 +110,79 @@ bool check_dtype(const DelegateState& state, const IoSlot& slot, const Tensor& t
   return false;
 }
 
+// Gives the context every input shape that changed, then reads the output
+// shapes inferred from them and checks each against the capacity ExecuTorch
+// planned. Only a complete success marks the cache valid, so a refused call
+// is checked again in full next time.
+Error set_shapes_and_infer_outputs(DelegateState& state, engine::ExecutionContext& context,
+                                   DelegateState::ContextCache& cache, int32_t profile) {
+  const bool was_valid = cache.valid;
+  cache.valid = false;
+  const size_t n_in = state.inputs.size();
+  for (size_t i = 0; i < n_in; ++i) {
+    if (was_valid && state.input_shapes[i] == cache.input_shapes[i]) continue;
+    if (!context.set_input_shape(state.inputs[i].engine_index, state.input_shapes[i])) {
+      char text[128];
+      report_error(state.name, "the engine refused shape %s for input '%s' under profile %d: %s",
+                   format_shape(state.input_shapes[i], text), state.inputs[i].name.c_str(), profile,
+                   context.last_error());
+      // What the context holds for this input is unknown now; a cleared cache sets everything again.
+      return Error::InvalidArgument;
+    }
+    cache.input_shapes[i] = state.input_shapes[i];
+  }
+  for (size_t o = 0; o < state.outputs.size(); ++o) {
+    const IoSlot& slot = state.outputs[o];
+    const Tensor& out = *state.arg_tensors[n_in + o];
+    if (state.output_capacity[o] < 0) state.output_capacity[o] = static_cast<int64_t>(out.numel());
+    Shape& inferred = cache.output_shapes[o];
+    if (!context.tensor_shape(slot.engine_index, &inferred) || inferred.numel() < 0) {
+      report_error(state.name, "the engine could not infer the shape of output '%s' under profile %d: %s",
+                   slot.name.c_str(), profile, context.last_error());
+      return Error::Internal;
+    }
+    if (inferred.numel() > state.output_capacity[o]) {
+      char text[128];
+      report_error(state.name,
+                   "output '%s' would have shape %s (%lld elements) under profile %d, but ExecuTorch planned room for "
+                   "%lld elements; export the model with an upper bound that covers every profile's largest output",
+                   slot.name.c_str(), format_shape(inferred, text), static_cast<long long>(inferred.numel()), profile,
+                   static_cast<long long>(state.output_capacity[o]));
+      return Error::InvalidArgument;
+    }
+  }
+  cache.valid = true;
+  return Error::Ok;
+}
+
+// Gives every output tensor the shape the engine inferred for it, resizing
+// only those whose shape differs (resize_tensor is not free).
+Error resize_outputs(DelegateState& state, const DelegateState::ContextCache& cache, int32_t profile) {
+  const size_t n_in = state.inputs.size();
+  for (size_t o = 0; o < state.outputs.size(); ++o) {
+    Tensor& out = *state.arg_tensors[n_in + o];
+    if (!check_dtype(state, state.outputs[o], out, "output")) return Error::InvalidArgument;
+    const Shape& inferred = cache.output_shapes[o];
+    const auto current = out.sizes();
+    bool same = current.size() == static_cast<size_t>(inferred.rank);
+    for (int32_t d = 0; same && d < inferred.rank; ++d) same = current[static_cast<size_t>(d)] == inferred.d[d];
+    if (same) continue;
+    executorch::aten::SizesType sizes[kMaxRank];
+    for (int32_t d = 0; d < inferred.rank; ++d) sizes[d] = static_cast<executorch::aten::SizesType>(inferred.d[d]);
+    const Error resized = executorch::runtime::resize_tensor(
+        out, executorch::aten::ArrayRef<executorch::aten::SizesType>(sizes, static_cast<size_t>(inferred.rank)));
+    if (resized != Error::Ok) {
+      char text[128];
+      report_error(state.name,
+                   "ExecuTorch refused to resize output '%s' to %s under profile %d (error %d); the output is static "
+                   "or its planned bound is smaller: re-export with a dynamic upper bound covering every profile",
+                   state.outputs[o].name.c_str(), format_shape(inferred, text), profile, static_cast<int>(resized));
+      return Error::InvalidArgument;
+    }
+  }
+  return Error::Ok;
+}
+
 // Everything after the wait for in-flight work, in decision 6's order; `device` carries the stream.
 Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> args, Outcome* outcome) {
   ProfileRequest request = current_profile_request();
@@ -134,8 +207,8 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
 
   const etrt::Span<const Shape> shapes(state.input_shapes.data(), n_in);
   profile::Choice choice;
-  if (!profile::choose_profile(state.table, request, state.active_profile, shapes, &choice, &state.diagnostic) ||
-      !profile::validate_shapes(state.table, choice.profile, shapes, &state.diagnostic)) {
+  if (!profile::choose_and_validate(state.table, request, state.active_profile, shapes, &choice,
+                                    &state.diagnostic)) {
     report_error(state.name, "%s", state.diagnostic.c_str());
     return Error::InvalidArgument;
   }
@@ -145,14 +218,18 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
 
   // Validation passed: from here on the engine's state changes, on the execution stream.
   const engine::StreamHandle stream = device.stream();
-  engine::ExecutionContext* context = nullptr;
-  if (state.options.strategy == ProfileStrategy::kContextPerProfile && state.contexts.size() > 1) {
-    context = state.contexts[static_cast<size_t>(chosen)].get();
+  const size_t context_index =
+      state.options.strategy == ProfileStrategy::kContextPerProfile && state.contexts.size() > 1
+          ? static_cast<size_t>(chosen)
+          : 0;
+  engine::ExecutionContext* context = state.contexts[context_index].get();
+  DelegateState::ContextCache& cache = state.context_caches[context_index];
+  if (context_index != 0 || state.contexts.size() > 1) {
     outcome->switched = chosen != state.active_profile;
   } else {
-    context = state.contexts[0].get();
     if (context->optimization_profile() != chosen) {
       device.issued();  // the switch may have put work on the stream even if it then failed
+      cache.forget();   // after a switch every input shape must be set again
       if (!context->set_optimization_profile(chosen, stream)) {
         report_error(state.name, "switching from profile %d to profile %d failed: %s", context->optimization_profile(),
                      chosen, context->last_error());
@@ -168,49 +245,14 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
     counters().switches.fetch_add(1, std::memory_order_relaxed);
   }
 
-  for (size_t i = 0; i < n_in; ++i) {
-    if (!context->set_input_shape(state.inputs[i].engine_index, state.input_shapes[i])) {
-      char text[128];
-      report_error(state.name, "the engine refused shape %s for input '%s' under profile %d: %s",
-                   format_shape(state.input_shapes[i], text), state.inputs[i].name.c_str(), chosen,
-                   context->last_error());
-      return Error::InvalidArgument;
-    }
+  bool shapes_changed = !cache.valid;
+  for (size_t i = 0; i < n_in && !shapes_changed; ++i) shapes_changed = state.input_shapes[i] != cache.input_shapes[i];
+  if (shapes_changed) {
+    const Error status = set_shapes_and_infer_outputs(state, *context, cache, chosen);
+    if (status != Error::Ok) return status;
   }
-
-  for (size_t o = 0; o < state.outputs.size(); ++o) {
-    const IoSlot& slot = state.outputs[o];
-    Tensor& out = *state.arg_tensors[n_in + o];
-    if (!check_dtype(state, slot, out, "output")) return Error::InvalidArgument;
-    if (state.output_capacity[o] < 0) state.output_capacity[o] = static_cast<int64_t>(out.numel());
-
-    Shape inferred;
-    char text[128];
-    if (!context->tensor_shape(slot.engine_index, &inferred) || inferred.numel() < 0) {
-      report_error(state.name, "the engine could not infer the shape of output '%s' under profile %d: %s",
-                   slot.name.c_str(), chosen, context->last_error());
-      return Error::Internal;
-    }
-    if (inferred.numel() > state.output_capacity[o]) {
-      report_error(state.name,
-                   "output '%s' would have shape %s (%lld elements) under profile %d, but ExecuTorch planned room for "
-                   "%lld elements; export the model with an upper bound that covers every profile's largest output",
-                   slot.name.c_str(), format_shape(inferred, text), static_cast<long long>(inferred.numel()), chosen,
-                   static_cast<long long>(state.output_capacity[o]));
-      return Error::InvalidArgument;
-    }
-    executorch::aten::SizesType sizes[kMaxRank];
-    for (int32_t d = 0; d < inferred.rank; ++d) sizes[d] = static_cast<executorch::aten::SizesType>(inferred.d[d]);
-    const Error resized = executorch::runtime::resize_tensor(
-        out, executorch::aten::ArrayRef<executorch::aten::SizesType>(sizes, static_cast<size_t>(inferred.rank)));
-    if (resized != Error::Ok) {
-      report_error(state.name,
-                   "ExecuTorch refused to resize output '%s' to %s (error %d); the output is static or its planned "
-                   "bound is smaller: re-export with a dynamic upper bound covering every profile",
-                   slot.name.c_str(), format_shape(inferred, text), static_cast<int>(resized));
-      return Error::InvalidArgument;
-    }
-  }
+  const Error resized = resize_outputs(state, cache, chosen);
+  if (resized != Error::Ok) return resized;
 
   const size_t n_args = n_in + state.outputs.size();
   for (size_t k = 0; k < n_args; ++k) {
@@ -218,10 +260,13 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
     const IoSlot& slot = is_input ? state.inputs[k] : state.outputs[k - n_in];
     void* address = nullptr;
     if (!device.bind(k, *state.arg_tensors[k], is_input, slot.name.c_str(), &address)) return Error::InvalidArgument;
+    if (address == cache.addresses[k]) continue;  // the context still holds it
+    cache.addresses[k] = nullptr;
     if (!context->set_tensor_address(slot.engine_index, address)) {
       report_error(state.name, "binding '%s' failed: %s", slot.name.c_str(), context->last_error());
       return Error::Internal;
     }
+    cache.addresses[k] = address;
   }
 
   device.issued();  // a failed enqueue may still have left work on the stream

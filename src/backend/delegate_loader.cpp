@@ -214,6 +214,12 @@ bool load_delegate(const void* data, size_t size, DelegateState* state, std::str
   state->input_shapes.resize(state->inputs.size());
   state->output_capacity.assign(state->outputs.size(), -1);
   state->arg_tensors.resize(state->inputs.size() + state->outputs.size());
+  state->context_caches.resize(state->contexts.size());
+  for (DelegateState::ContextCache& cache : state->context_caches) {
+    cache.input_shapes.resize(state->inputs.size());
+    cache.output_shapes.resize(state->outputs.size());
+    cache.addresses.assign(state->inputs.size() + state->outputs.size(), nullptr);
+  }
   state->active_profile = 0;
   return true;
 }

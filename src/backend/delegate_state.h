@@ -58,6 +58,23 @@ struct DelegateState {
   // first time the output is seen, while it still has its upper-bound shape.
   std::vector<int64_t> output_capacity;
 
+  // What each context was last given. TensorRT keeps input shapes and tensor
+  // addresses in the context from one enqueue to the next, so a steady-state
+  // execution (same shapes, same buffers, no switch) repeats no engine call
+  // but the enqueue. A switch forgets everything the context was given.
+  struct ContextCache {
+    bool valid = false;                // input shapes set, outputs inferred and checked against capacity
+    std::vector<Shape> input_shapes;   // as given to set_input_shape
+    std::vector<Shape> output_shapes;  // as inferred from them
+    std::vector<void*> addresses;      // as given to set_tensor_address, per argument (inputs, then outputs)
+
+    void forget() {
+      valid = false;
+      for (void*& a : addresses) a = nullptr;
+    }
+  };
+  std::vector<ContextCache> context_caches;  // parallel to contexts
+
   // The profile the last successful switch (or the last execution) left the
   // engine on; what kStickyFirstFit keeps.
   int32_t active_profile = 0;

@@ -178,6 +178,26 @@ TEST_F(ModuleTest, AShapeNoProfileAcceptsFailsUnderAutoListingEveryProfile) {
   EXPECT_THAT(message, HasSubstr("OptimizationProfileGuard"));
 }
 
+TEST_F(ModuleTest, ASteadyStateExecutionRepeatsOnlyTheEnqueue) {
+  auto module = load("llm");
+  for (int step = 0; step < 4; ++step) expect_logits(run_ids(*module, token_ids(1)), token_ids(1));
+  // The context keeps shapes and addresses between enqueues: only the first call sets them.
+  EXPECT_EQ(count("llm", ref::TraceKind::kSetInputShape), 1);
+  EXPECT_EQ(count("llm", ref::TraceKind::kSetTensorAddress), 2);
+  EXPECT_EQ(ref::count_enqueues("llm"), 4);
+  // A new shape is set again; a switch makes the backend set everything again.
+  {
+    etrt::OptimizationProfileGuard guard(kPrefill);
+    expect_logits(run_ids(*module, token_ids(40)), token_ids(40));
+    expect_logits(run_ids(*module, token_ids(41)), token_ids(41));
+  }
+  EXPECT_EQ(count("llm", ref::TraceKind::kSetInputShape), 3);
+  EXPECT_EQ(count("llm", ref::TraceKind::kSetTensorAddress), 4);
+  expect_logits(run_ids(*module, token_ids(1)), token_ids(1));
+  EXPECT_EQ(count("llm", ref::TraceKind::kSetInputShape), 4);
+  EXPECT_EQ(ref::trace_counters("llm").failures, 0);
+}
+
 // ---- overlapping profiles: 0 = exactly one token, 1 = 1..2048 ----
 
 TEST_F(ModuleTest, StickyAutoKeepsTheWideProfileForOneTokenAfterAPrefill) {
