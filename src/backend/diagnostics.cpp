@@ -30,6 +30,25 @@ void ExecutionReport::record(const ExecutionRecord& r) noexcept {
 }
 
 namespace backend {
+namespace {
+
+// ExecuTorch's log formats into a fixed buffer of a few hundred bytes, and a
+// refusal that lists every profile is longer: log it a line (or a slice of a
+// long line) at a time so nothing is cut. last_error_message() has it whole.
+void log_error_lines(const char* message) {
+  constexpr int kSlice = 200;
+  const char* p = message;
+  bool continued = false;
+  while (*p != '\0') {
+    const char* end = p;
+    while (*end != '\0' && *end != '\n' && end - p < kSlice) ++end;
+    ET_LOG(Error, "%s%.*s", continued ? "  " : "", static_cast<int>(end - p), p);
+    continued = true;
+    p = *end == '\n' ? end + 1 : end;
+  }
+}
+
+}  // namespace
 
 void clear_last_error() noexcept { t_last_error[0] = '\0'; }
 
@@ -42,7 +61,7 @@ void report_error(const char* delegate, const char* format, ...) {
     std::vsnprintf(t_last_error + n, kMaxMessage - static_cast<size_t>(n), format, args);
     va_end(args);
   }
-  ET_LOG(Error, "%s", t_last_error);
+  log_error_lines(t_last_error);
 }
 
 void log_info(const char* format, ...) {
