@@ -2,9 +2,19 @@
 // specs. CMake then packs each spec into a .pte with etrt's packer
 // (python -m etrt.pte), and the tests load those files through Module.
 //
-// usage: etrt_make_fixtures <output-dir>
+// With --cuda it builds the GPU suite's fixtures instead (tests/gpu): the
+// same programs, names and expected values with CUDA-mode reference engines
+// (Builder::set_memory_kind(kDevice)), plus variants only the CUDA path needs:
+// unplanned IO (so a runner can pass device memory in and out), blobs naming
+// device 1 and a device that does not exist, and the GPU benchmark's
+// programs. Building and packing a CUDA-mode engine touches no CUDA, so this
+// runs at build time on machines without a GPU.
+//
+// usage: etrt_make_fixtures [--cuda] <output-dir>
 
 #include <cstdio>
+#include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,17 +29,29 @@ namespace {
 using etrt::make_shape;
 using etrt::Shape;
 using etrt::engine::DataType;
+using etrt::engine::MemoryKind;
 using etrt::engine::reference::Builder;
 using json = nlohmann::json;
 
 std::string g_dir;
+// Where the engines' tensors live: kHost for tests/backend, kDevice for tests/gpu.
+MemoryKind g_kind = MemoryKind::kHost;
 
 struct Profile {
   Shape min, opt, max;
 };
 
-// embedding + matmul over input_ids [1, S] -> logits [1, S, kHidden].
-std::vector<uint8_t> llm_engine(const std::string& label, const std::vector<Profile>& profiles) {
+std::vector<uint8_t> built(const Builder& b, const std::string& label) {
+  std::string error;
+  auto bytes = b.build(&error);
+  if (bytes.empty()) std::fprintf(stderr, "make_fixtures: engine %s: %s\n", label.c_str(), error.c_str());
+  return bytes;
+}
+
+// embedding + matmul over input_ids [1, S] -> logits [1, S, kHidden], in this run's memory kind unless `kind`
+// says otherwise.
+std::vector<uint8_t> llm_engine(const std::string& label, const std::vector<Profile>& profiles, MemoryKind kind,
+                                bool tracing = true) {
   Builder b(label);
   b.add_input("input_ids", DataType::kInt64, make_shape({1, -1}))
       .add_output("logits", DataType::kFloat32, make_shape<int64_t>({1, -1, etrt::fixtures::kHidden}));
@@ -38,27 +60,27 @@ std::vector<uint8_t> llm_engine(const std::string& label, const std::vector<Prof
       .add_constant("weight", make_shape<int64_t>({etrt::fixtures::kHidden, etrt::fixtures::kHidden}),
                     etrt::fixtures::weight())
       .embedding("input_ids", "table", "hidden")
-      .matmul("hidden", "weight", "logits");
-  std::string error;
-  auto bytes = b.build(&error);
-  if (bytes.empty()) std::fprintf(stderr, "make_fixtures: engine %s: %s\n", label.c_str(), error.c_str());
-  return bytes;
+      .matmul("hidden", "weight", "logits")
+      .set_memory_kind(kind)
+      .set_tracing(tracing);
+  return built(b, label);
+}
+std::vector<uint8_t> llm_engine(const std::string& label, const std::vector<Profile>& profiles) {
+  return llm_engine(label, profiles, g_kind);
 }
 
 // x [1, 4] float32 -> y = 2x: a static, one-profile engine.
 std::vector<uint8_t> static_engine(const std::string& label) {
   Builder b(label);
   b.add_input("x", DataType::kFloat32, make_shape({1, 4})).add_output("y", DataType::kFloat32, make_shape({1, 4}));
-  b.scale("x", 2.0f, "y");
-  std::string error;
-  auto bytes = b.build(&error);
-  if (bytes.empty()) std::fprintf(stderr, "make_fixtures: engine %s: %s\n", label.c_str(), error.c_str());
-  return bytes;
+  b.scale("x", 2.0f, "y").set_memory_kind(g_kind);
+  return built(b, label);
 }
 
-bool write_blob(const std::string& name, const std::vector<uint8_t>& engine, bool with_signature = true) {
+bool write_blob(const std::string& name, const std::vector<uint8_t>& engine, bool with_signature = true,
+                const std::function<void(etrt::blob::Metadata&)>& edit = nullptr) {
   std::string error;
-  auto blob = etrt::refkit::blob_for_engine(engine, with_signature, &error);
+  auto blob = engine.empty() ? engine : etrt::refkit::blob_for_engine(engine, with_signature, &error, edit);
   if (blob.empty() || !etrt::refkit::write_file(g_dir + "/" + name + ".blob", blob, &error)) {
     std::fprintf(stderr, "make_fixtures: %s: %s\n", name.c_str(), error.c_str());
     return false;
@@ -66,13 +88,17 @@ bool write_blob(const std::string& name, const std::vector<uint8_t>& engine, boo
   return true;
 }
 
-json tensor(const std::string& name, const char* dtype, std::vector<int64_t> sizes, bool dynamic) {
-  return {{"name", name}, {"dtype", dtype}, {"sizes", sizes}, {"dynamic", dynamic}};
+// `planned` false leaves the tensor without a memory-planned slot, so the runner passes its own memory.
+json tensor(const std::string& name, const char* dtype, std::vector<int64_t> sizes, bool dynamic, bool planned = true) {
+  json t = {{"name", name}, {"dtype", dtype}, {"sizes", sizes}, {"dynamic", dynamic}};
+  if (!planned) t["planned"] = false;
+  return t;
 }
 
-json trt_call(const std::string& blob, std::vector<std::string> args) {
-  return {{"backend_id", "TensorRTBackend"}, {"blob_file", blob + ".blob"}, {"args", args}};
+json call(const std::string& backend, const std::string& blob, std::vector<std::string> args) {
+  return {{"backend_id", backend}, {"blob_file", blob + ".blob"}, {"args", args}};
 }
+json trt_call(const std::string& blob, std::vector<std::string> args) { return call("TensorRTBackend", blob, args); }
 
 bool write_spec(const std::string& name, json values, std::vector<std::string> inputs,
                 std::vector<std::string> outputs, json calls) {
@@ -86,13 +112,24 @@ bool write_spec(const std::string& name, json values, std::vector<std::string> i
   return true;
 }
 
-// A single TensorRT delegate: input_ids [1, <=max_seq] -> logits [1, <=out_seq, H].
+// One TensorRT delegate running `blob`: input_ids [1, <=max_seq] -> logits [1, <=out_seq, H].
+bool llm_spec(const std::string& name, const std::string& blob, int64_t max_seq, int64_t out_seq,
+              bool planned = true) {
+  return write_spec(name,
+                    {tensor("input_ids", "int64", {1, max_seq}, true, planned),
+                     tensor("logits", "float32", {1, out_seq, etrt::fixtures::kHidden}, true, planned)},
+                    {"input_ids"}, {"logits"}, {trt_call(blob, {"input_ids", "logits"})});
+}
+
 bool llm_fixture(const std::string& name, const std::vector<Profile>& profiles, int64_t max_seq, int64_t out_seq) {
-  return write_blob(name, llm_engine(name, profiles)) &&
-         write_spec(name,
-                    {tensor("input_ids", "int64", {1, max_seq}, true),
-                     tensor("logits", "float32", {1, out_seq, etrt::fixtures::kHidden}, true)},
-                    {"input_ids"}, {"logits"}, {trt_call(name, {"input_ids", "logits"})});
+  return write_blob(name, llm_engine(name, profiles)) && llm_spec(name, name, max_seq, out_seq);
+}
+
+bool write_text(const std::string& name, const std::string& text) {
+  std::string error;
+  if (etrt::refkit::write_text(g_dir + "/" + name, text, &error)) return true;
+  std::fprintf(stderr, "make_fixtures: %s\n", error.c_str());
+  return false;
 }
 
 Profile exact(int64_t s) { return {make_shape<int64_t>({1, s}), make_shape<int64_t>({1, s}), make_shape<int64_t>({1, s})}; }
@@ -100,19 +137,14 @@ Profile range(int64_t lo, int64_t opt, int64_t hi) {
   return {make_shape<int64_t>({1, lo}), make_shape<int64_t>({1, opt}), make_shape<int64_t>({1, hi})};
 }
 
-}  // namespace
+const int64_t H = etrt::fixtures::kHidden;
+const std::vector<Profile> kLlmProfiles = {exact(1), range(32, 512, 2048)};  // decode [1,1], prefill [1,32..2048]
 
-int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s <output-dir>\n", argv[0]);
-    return 2;
-  }
-  g_dir = argv[1];
-  const int64_t H = etrt::fixtures::kHidden;
+// The programs both suites run, in this run's memory kind.
+bool shared_fixtures() {
   bool ok = true;
-
   // Decode profile [1,1] and prefill profile [1,32..2048]: the RFC's workload.
-  ok &= llm_fixture("llm", {exact(1), range(32, 512, 2048)}, 2048, 2048);
+  ok &= llm_fixture("llm", kLlmProfiles, 2048, 2048);
   // Overlapping: profile 0 = exactly one token, profile 1 = 1..2048.
   ok &= llm_fixture("overlap", {exact(1), range(1, 256, 2048)}, 2048, 2048);
   // One dynamic profile.
@@ -128,7 +160,7 @@ int main(int argc, char** argv) {
                    {"x"}, {"y"}, {trt_call("single_static", {"x", "y"})});
 
   // A multi-profile delegate beside a static one-profile delegate.
-  ok &= write_blob("mixed_multi", llm_engine("mixed_multi", {exact(1), range(32, 512, 2048)})) &&
+  ok &= write_blob("mixed_multi", llm_engine("mixed_multi", kLlmProfiles)) &&
         write_blob("mixed_static", static_engine("mixed_static")) &&
         write_spec("mixed",
                    {tensor("input_ids", "int64", {1, 2048}, true), tensor("logits", "float32", {1, 2048, H}, true),
@@ -136,34 +168,26 @@ int main(int argc, char** argv) {
                    {"input_ids", "x"}, {"logits", "y"},
                    {trt_call("mixed_multi", {"input_ids", "logits"}), trt_call("mixed_static", {"x", "y"})});
 
-  // A TensorRT delegate feeding a non-TensorRT one (EtrtTestAddOne, in the test binary).
-  ok &= write_blob("foreign_multi", llm_engine("foreign_multi", {exact(1), range(32, 512, 2048)}));
-  {
-    std::string error;
-    ok &= etrt::refkit::write_text(g_dir + "/add_one.blob", "ETRT_TEST_ADD_ONE", &error);
-  }
-  ok &= write_spec("foreign",
+  // A TensorRT delegate feeding a non-TensorRT one (EtrtTestAddOne, tests/backend/add_one_backend.cpp), which reads
+  // the TensorRT delegate's host output the moment execute() returns: it must be complete by then.
+  ok &= write_blob("foreign_multi", llm_engine("foreign_multi", kLlmProfiles)) &&
+        write_text("add_one.blob", "ETRT_TEST_ADD_ONE") &&
+        write_spec("foreign",
                    {tensor("input_ids", "int64", {1, 2048}, true), tensor("logits", "float32", {1, 2048, H}, true),
                     tensor("plus_one", "float32", {1, 2048, H}, true)},
                    {"input_ids"}, {"plus_one"},
                    {trt_call("foreign_multi", {"input_ids", "logits"}),
-                    {{"backend_id", "EtrtTestAddOne"}, {"blob_file", "add_one.blob"}, {"args", {"logits", "plus_one"}}}});
+                    call("EtrtTestAddOne", "add_one", {"logits", "plus_one"})});
+  return ok;
+}
 
+// Programs the backend must refuse at load (tests/backend only).
+bool refusal_fixtures() {
+  bool ok = true;
   // A blob whose profile signature disagrees with its engine (prefill max 1024 declared, 2048 real).
-  {
-    std::string error;
-    auto blob = etrt::refkit::blob_for_engine(llm_engine("signature_mismatch", {exact(1), range(32, 512, 2048)}), true,
-                                              &error, [](etrt::blob::Metadata& m) {
-                                                m.profile_signature->inputs[0].profiles[1].max = {1, 1024};
-                                              });
-    ok &= !blob.empty() && etrt::refkit::write_file(g_dir + "/signature_mismatch.blob", blob, &error) &&
-          write_spec("signature_mismatch",
-                     {tensor("input_ids", "int64", {1, 2048}, true), tensor("logits", "float32", {1, 2048, H}, true)},
-                     {"input_ids"}, {"logits"}, {trt_call("signature_mismatch", {"input_ids", "logits"})});
-    if (blob.empty()) std::fprintf(stderr, "make_fixtures: signature_mismatch: %s\n", error.c_str());
-  }
-
-  // Engines the backend must refuse at load.
+  ok &= write_blob("signature_mismatch", llm_engine("signature_mismatch", kLlmProfiles), true,
+                   [](etrt::blob::Metadata& m) { m.profile_signature->inputs[0].profiles[1].max = {1, 1024}; }) &&
+        llm_spec("signature_mismatch", "signature_mismatch", 2048, 2048);
   {
     Builder b("shape_tensor");
     b.add_input("x", DataType::kFloat32, make_shape({1, 4}))
@@ -171,10 +195,7 @@ int main(int argc, char** argv) {
         .add_output("y", DataType::kFloat32, make_shape({1, 4}))
         .mark_shape_tensor("shape")
         .scale("x", 2.0f, "y");
-    std::string error;
-    auto engine = b.build(&error);
-    if (engine.empty()) std::fprintf(stderr, "make_fixtures: shape_tensor: %s\n", error.c_str());
-    ok &= !engine.empty() && write_blob("shape_tensor", engine) &&
+    ok &= write_blob("shape_tensor", built(b, "shape_tensor")) &&
           write_spec("shape_tensor",
                      {tensor("x", "float32", {1, 4}, false), tensor("shape", "int32", {2}, false),
                       tensor("y", "float32", {1, 4}, false)},
@@ -204,5 +225,49 @@ int main(int argc, char** argv) {
           write_spec("tensorrt_plan", {tensor("x", "float32", {1, 4}, false), tensor("y", "float32", {1, 4}, false)},
                      {"x"}, {"y"}, {trt_call("tensorrt_plan", {"x", "y"})});
   }
+  return ok;
+}
+
+// Variants only the CUDA path needs (tests/gpu, bench/gpu).
+bool cuda_fixtures() {
+  bool ok = true;
+  // Unplanned IO: the runner's own memory, host or device, is what the delegate sees.
+  ok &= write_blob("llm_unplanned", llm_engine("llm_unplanned", kLlmProfiles)) &&
+        llm_spec("llm_unplanned", "llm_unplanned", 2048, 2048, /*planned=*/false);
+  // The blob's device_id: device 1 (runs on nvidia-h200-x2), and a device no machine here has.
+  ok &= write_blob("llm_device1", llm_engine("llm_device1", kLlmProfiles), true,
+                   [](etrt::blob::Metadata& m) { m.device_id = 1; }) &&
+        llm_spec("llm_device1", "llm_device1", 2048, 2048, /*planned=*/false);
+  ok &= write_blob("llm_device9", llm_engine("llm_device9", kLlmProfiles), true,
+                   [](etrt::blob::Metadata& m) { m.device_id = 9; }) &&
+        llm_spec("llm_device9", "llm_device9", 2048, 2048);
+
+  // The benchmark's programs (bench/gpu): tiny compute, tracing off; decode [1,1] and prefill [1,2..64]; CUDA
+  // mode with planned (host) and unplanned (device-capable) IO, the same engine in host mode for comparison, and a
+  // delegate that does nothing.
+  const std::vector<Profile> bench_profiles = {exact(1), range(2, 32, 64)};
+  ok &= write_blob("bench_cuda", llm_engine("bench_cuda", bench_profiles, MemoryKind::kDevice, false)) &&
+        llm_spec("bench_cuda", "bench_cuda", 64, 64) &&
+        llm_spec("bench_cuda_unplanned", "bench_cuda", 64, 64, /*planned=*/false);
+  ok &= write_blob("bench_host", llm_engine("bench_host", bench_profiles, MemoryKind::kHost, false)) &&
+        llm_spec("bench_host", "bench_host", 64, 64);
+  ok &= write_text("noop.blob", "noop") &&
+        write_spec("bench_noop",
+                   {tensor("input_ids", "int64", {1, 64}, true), tensor("logits", "float32", {1, 64, H}, true)},
+                   {"input_ids"}, {"logits"}, {call("EtrtBenchNoop", "noop", {"input_ids", "logits"})});
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool cuda = argc == 3 && std::strcmp(argv[1], "--cuda") == 0;
+  if (argc != 2 && !cuda) {
+    std::fprintf(stderr, "usage: %s [--cuda] <output-dir>\n", argv[0]);
+    return 2;
+  }
+  g_dir = argv[argc - 1];
+  g_kind = cuda ? MemoryKind::kDevice : MemoryKind::kHost;
+  const bool ok = shared_fixtures() && (cuda ? cuda_fixtures() : refusal_fixtures());
   return ok ? 0 : 1;
 }
