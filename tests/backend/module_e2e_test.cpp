@@ -23,6 +23,7 @@
 #include "etrt/profile_guard.h"
 #include "etrt/report.h"
 #include "fixtures.h"
+#include "module_test_util.h"
 
 namespace {
 
@@ -32,58 +33,12 @@ using ::executorch::aten::ScalarType;
 using ::executorch::extension::from_blob;
 using ::executorch::extension::Module;
 using ::testing::HasSubstr;
+using namespace ::etrt::module_test;  // token_ids, run_ids, expect_logits, count, switch_calls, ...
 
 constexpr int32_t kDecode = 0;
 constexpr int32_t kPrefill = 1;
 
 std::string fixture(const std::string& name) { return std::string(ETRT_FIXTURE_DIR) + "/" + name + ".pte"; }
-
-std::vector<int64_t> token_ids(size_t n) {
-  std::vector<int64_t> ids(n);
-  for (size_t i = 0; i < n; ++i) ids[i] = static_cast<int64_t>((i * 7 + 3) % etrt::fixtures::kVocab);
-  return ids;
-}
-
-struct Outcome {
-  et::Error error = et::Error::Ok;
-  std::vector<int32_t> shape;
-  std::vector<float> values;
-};
-
-Outcome read_output(const et::Result<std::vector<et::EValue>>& result, size_t index = 0) {
-  Outcome out;
-  if (!result.ok()) {
-    out.error = result.error();
-    return out;
-  }
-  const auto& t = result.get()[index].toTensor();
-  out.shape.assign(t.sizes().begin(), t.sizes().end());
-  const float* p = t.const_data_ptr<float>();
-  out.values.assign(p, p + t.numel());
-  return out;
-}
-
-Outcome run_ids(Module& module, std::vector<int64_t> ids) {
-  auto tensor = from_blob(ids.data(), {1, static_cast<int32_t>(ids.size())}, ScalarType::Long);
-  return read_output(module.forward(tensor));
-}
-
-void expect_logits(const Outcome& out, const std::vector<int64_t>& ids) {
-  ASSERT_EQ(out.error, et::Error::Ok) << etrt::last_error_message();
-  EXPECT_EQ(out.shape, (std::vector<int32_t>{1, static_cast<int32_t>(ids.size()), etrt::fixtures::kHidden}));
-  const auto want = etrt::fixtures::expected_logits(ids);
-  ASSERT_EQ(out.values.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(out.values[i], want[i], 1e-5f) << "element " << i;
-}
-
-int64_t count(const std::string& label, ref::TraceKind kind) {
-  int64_t n = 0;
-  for (const auto& e : ref::trace_events(label)) n += e.kind == kind;
-  return n;
-}
-
-// Switches the engine carried out on the execution path (after load).
-int64_t switch_calls(const std::string& label) { return count(label, ref::TraceKind::kSetOptimizationProfile); }
 
 class ModuleTest : public ::testing::Test {
  protected:

@@ -22,6 +22,7 @@
 #include "etrt/stream_guard.h"
 #include "fixtures.h"
 #include "gpu_test_util.h"
+#include "module_test_util.h"
 
 namespace etrt::gpu_test {
 
@@ -42,55 +43,15 @@ inline std::string fixture(const std::string& name) {
   return std::string(dir != nullptr ? dir : ETRT_GPU_FIXTURE_DIR) + "/" + name + ".pte";
 }
 
-inline std::vector<int64_t> token_ids(size_t n) {
-  std::vector<int64_t> ids(n);
-  for (size_t i = 0; i < n; ++i) ids[i] = static_cast<int64_t>((i * 7 + 3) % etrt::fixtures::kVocab);
-  return ids;
-}
-
-struct Outcome {
-  et::Error error = et::Error::Ok;
-  std::vector<int32_t> shape;
-  std::vector<float> values;
-};
-
-// A host output's shape and values.
-inline Outcome read_output(const et::Result<std::vector<et::EValue>>& result, size_t index = 0) {
-  Outcome out;
-  if (!result.ok()) {
-    out.error = result.error();
-    return out;
-  }
-  const auto& t = result.get()[index].toTensor();
-  out.shape.assign(t.sizes().begin(), t.sizes().end());
-  const float* p = t.const_data_ptr<float>();
-  out.values.assign(p, p + t.numel());
-  return out;
-}
-
-inline Outcome run_ids(Module& module, std::vector<int64_t> ids) {
-  auto tensor = from_blob(ids.data(), {1, static_cast<int32_t>(ids.size())}, ScalarType::Long);
-  return read_output(module.forward(tensor));
-}
-
-inline void expect_values(const std::vector<float>& values, const std::vector<int64_t>& ids) {
-  const auto want = etrt::fixtures::expected_logits(ids);
-  ASSERT_EQ(values.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(values[i], want[i], 1e-5f) << "element " << i;
-}
-
-inline void expect_logits(const Outcome& out, const std::vector<int64_t>& ids) {
-  ASSERT_EQ(out.error, et::Error::Ok) << etrt::last_error_message();
-  EXPECT_EQ(out.shape, (std::vector<int32_t>{1, static_cast<int32_t>(ids.size()), etrt::fixtures::kHidden}));
-  expect_values(out.values, ids);
-}
-
-// set_optimization_profile calls the engine received after load.
-inline int64_t switch_calls(const std::string& label) {
-  int64_t n = 0;
-  for (const auto& e : ref::trace_events(label)) n += e.kind == ref::TraceKind::kSetOptimizationProfile;
-  return n;
-}
+// The helpers the CPU suite uses, on the same fixtures and expected values.
+using ::etrt::module_test::count;
+using ::etrt::module_test::expect_logits;
+using ::etrt::module_test::expect_values;
+using ::etrt::module_test::Outcome;
+using ::etrt::module_test::read_output;
+using ::etrt::module_test::run_ids;
+using ::etrt::module_test::switch_calls;
+using ::etrt::module_test::token_ids;
 
 enum class Strategy { kSwitch, kContextPerProfile };
 

@@ -1,0 +1,77 @@
+#pragma once
+// What the CPU and GPU end-to-end suites share: running token ids through a
+// Module and checking the logits against fixtures.h, and counting what the
+// reference engine's trace says it did.
+
+#include <executorch/extension/module/module.h>
+#include <executorch/extension/tensor/tensor.h>
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/reference/trace.h"
+#include "etrt/report.h"
+#include "fixtures.h"
+
+namespace etrt::module_test {
+
+inline std::vector<int64_t> token_ids(size_t n) {
+  std::vector<int64_t> ids(n);
+  for (size_t i = 0; i < n; ++i) ids[i] = static_cast<int64_t>((i * 7 + 3) % etrt::fixtures::kVocab);
+  return ids;
+}
+
+struct Outcome {
+  ::executorch::runtime::Error error = ::executorch::runtime::Error::Ok;
+  std::vector<int32_t> shape;
+  std::vector<float> values;
+};
+
+// A host output's shape and values, or the error.
+inline Outcome read_output(const ::executorch::runtime::Result<std::vector<::executorch::runtime::EValue>>& result,
+                           size_t index = 0) {
+  Outcome out;
+  if (!result.ok()) {
+    out.error = result.error();
+    return out;
+  }
+  const auto& t = result.get()[index].toTensor();
+  out.shape.assign(t.sizes().begin(), t.sizes().end());
+  const float* p = t.const_data_ptr<float>();
+  out.values.assign(p, p + t.numel());
+  return out;
+}
+
+inline Outcome run_ids(::executorch::extension::Module& module, std::vector<int64_t> ids) {
+  auto tensor = ::executorch::extension::from_blob(ids.data(), {1, static_cast<int32_t>(ids.size())},
+                                                   ::executorch::aten::ScalarType::Long);
+  return read_output(module.forward(tensor));
+}
+
+inline void expect_values(const std::vector<float>& values, const std::vector<int64_t>& ids) {
+  const auto want = etrt::fixtures::expected_logits(ids);
+  ASSERT_EQ(values.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(values[i], want[i], 1e-5f) << "element " << i;
+}
+
+inline void expect_logits(const Outcome& out, const std::vector<int64_t>& ids) {
+  ASSERT_EQ(out.error, ::executorch::runtime::Error::Ok) << etrt::last_error_message();
+  EXPECT_EQ(out.shape, (std::vector<int32_t>{1, static_cast<int32_t>(ids.size()), etrt::fixtures::kHidden}));
+  expect_values(out.values, ids);
+}
+
+// Calls of `kind` the engine labelled `label` received.
+inline int64_t count(const std::string& label, engine::reference::TraceKind kind) {
+  int64_t n = 0;
+  for (const auto& e : engine::reference::trace_events(label)) n += e.kind == kind;
+  return n;
+}
+
+// set_optimization_profile calls the engine received (the tests clear traces after load).
+inline int64_t switch_calls(const std::string& label) {
+  return count(label, engine::reference::TraceKind::kSetOptimizationProfile);
+}
+
+}  // namespace etrt::module_test
