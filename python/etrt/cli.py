@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import traceback
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -342,22 +341,8 @@ def _dtype_name(dtype: str) -> str:
     return _dtype(dtype)
 
 
-def _write_atomic(path: str, data: bytes) -> None:
-    parent = os.path.dirname(os.path.abspath(path))
-    os.makedirs(parent, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".etrt-", suffix=".pte", dir=parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def cmd_pack(args: argparse.Namespace) -> int:
-    from .pte import PteError
+    from .pte import PteError, write_atomic
     from .validate import validate_program
 
     desc_path = Path(args.io)
@@ -382,7 +367,7 @@ def cmd_pack(args: argparse.Namespace) -> int:
         _err(f"{args.out} not written: the packed program fails validation; fix the IO description or the "
              "engines (or pass --force to write it anyway)")
         return EXIT_INVALID
-    _write_atomic(args.out, data)
+    write_atomic(args.out, data)
     n = len(result.tensorrt_delegates)
     print(f"wrote {args.out} ({len(data)} bytes): {n} TensorRT delegate(s); validation {result.verdict()}")
     for f in result.sorted_findings(infos=False):

@@ -1158,6 +1158,22 @@ class Method:
 _STORAGES = ("segment", "inline")
 
 
+
+def write_atomic(path: Union[str, os.PathLike], data: bytes) -> None:
+    """Writes ``data`` to ``path`` through a temporary file in the same folder
+    and a rename, so a reader never sees a half-written ``.pte``."""
+    parent = os.path.dirname(os.path.abspath(os.fspath(path)))
+    os.makedirs(parent, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".etrt-", suffix=".pte", dir=parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
 class Program:
     """Builds a .pte holding one or more methods made of delegate calls.
 
@@ -1323,17 +1339,7 @@ class Program:
         {"non_const_buffer_sizes", "tensors": {name: {"offset", "nbytes"}}}}}``."""
         data = self.to_bytes(toolchain)
         path = os.fspath(path)
-        parent = os.path.dirname(os.path.abspath(path))
-        os.makedirs(parent, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".etrt-", suffix=".pte", dir=parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        write_atomic(path, data)
         methods = {}
         for m in self.methods:
             plan, total = m.memory_plan()

@@ -218,13 +218,12 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
 
   // Validation passed: from here on the engine's state changes, on the execution stream.
   const engine::StreamHandle stream = device.stream();
-  const size_t context_index =
-      state.options.strategy == ProfileStrategy::kContextPerProfile && state.contexts.size() > 1
-          ? static_cast<size_t>(chosen)
-          : 0;
+  // The loader makes several contexts only for kContextPerProfile, one bound to each profile.
+  const bool context_per_profile = state.contexts.size() > 1;
+  const size_t context_index = context_per_profile ? static_cast<size_t>(chosen) : 0;
   engine::ExecutionContext* context = state.contexts[context_index].get();
   DelegateState::ContextCache& cache = state.context_caches[context_index];
-  if (context_index != 0 || state.contexts.size() > 1) {
+  if (context_per_profile) {
     outcome->switched = chosen != state.active_profile;
   } else {
     if (context->optimization_profile() != chosen) {

@@ -39,10 +39,13 @@ namespace etrt::backend {
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  ~DeviceBuffer();
+  ~DeviceBuffer() { release(); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(DeviceBuffer&& other) noexcept : kind_(other.kind_), data_(other.data_), size_(other.size_) {
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
   DeviceBuffer& operator=(DeviceBuffer&&) = delete;
 
   bool allocate(engine::MemoryKind kind, size_t bytes, std::string* error);
@@ -50,6 +53,7 @@ class DeviceBuffer {
   size_t size() const { return size_; }
 
  private:
+  // Frees the memory the way allocate() got it: device_cuda.cpp or device_host.cpp.
   void release();
   engine::MemoryKind kind_ = engine::MemoryKind::kHost;
   void* data_ = nullptr;

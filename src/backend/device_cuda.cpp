@@ -67,13 +67,6 @@ Placement placement_of(const executorch::aten::Tensor& t, const void* data, int*
 
 // ---- DeviceBuffer ----
 
-DeviceBuffer::~DeviceBuffer() { release(); }
-
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept : kind_(other.kind_), data_(other.data_), size_(other.size_) {
-  other.data_ = nullptr;
-  other.size_ = 0;
-}
-
 void DeviceBuffer::release() {
   if (kind_ == engine::MemoryKind::kDevice) {
     if (data_ != nullptr) (void)cudaFree(data_);

@@ -12,13 +12,6 @@ namespace {
 const char kNoCuda[] = "this etrt build has no CUDA path; rebuild with -DETRT_WITH_CUDA=ON";
 }  // namespace
 
-DeviceBuffer::~DeviceBuffer() { release(); }
-
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept : kind_(other.kind_), data_(other.data_), size_(other.size_) {
-  other.data_ = nullptr;
-  other.size_ = 0;
-}
-
 void DeviceBuffer::release() {
   std::free(data_);
   data_ = nullptr;
