@@ -93,3 +93,34 @@ function(etrt_add_pte target)
     VERBATIM)
   add_custom_target(${target} ALL DEPENDS "${_out}")
 endfunction()
+
+# etrt_add_generated_ptes(<prefix> GENERATOR <executable target> DIR <dir> NAMES <names...>
+#                         [ARGS <args...>] [COMMENT <text>])
+# Runs `<generator> [args...] <dir>` once, which writes a packer spec <dir>/<name>.json (and the blobs it names)
+# for every name, then packs each spec into <dir>/<name>.pte with etrt_add_pte. The packing targets are
+# <prefix>_<name>; their list is returned in <prefix>_TARGETS.
+function(etrt_add_generated_ptes prefix)
+  cmake_parse_arguments(ARG "" "GENERATOR;DIR;COMMENT" "NAMES;ARGS" ${ARGN})
+  if(NOT ARG_GENERATOR OR NOT ARG_DIR OR NOT ARG_NAMES)
+    message(FATAL_ERROR "etrt_add_generated_ptes(${prefix}): GENERATOR, DIR and NAMES are required")
+  endif()
+  if(NOT ARG_COMMENT)
+    set(ARG_COMMENT "Building the engines and packer specs of ${prefix}")
+  endif()
+  set(specs)
+  foreach(name IN LISTS ARG_NAMES)
+    list(APPEND specs ${ARG_DIR}/${name}.json)
+  endforeach()
+  add_custom_command(
+    OUTPUT ${specs}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${ARG_DIR}
+    COMMAND ${ARG_GENERATOR} ${ARG_ARGS} ${ARG_DIR}
+    DEPENDS ${ARG_GENERATOR}
+    COMMENT "${ARG_COMMENT}")
+  set(targets)
+  foreach(name IN LISTS ARG_NAMES)
+    etrt_add_pte(${prefix}_${name} SPEC ${ARG_DIR}/${name}.json OUTPUT ${ARG_DIR}/${name}.pte)
+    list(APPEND targets ${prefix}_${name})
+  endforeach()
+  set(${prefix}_TARGETS ${targets} PARENT_SCOPE)
+endfunction()
