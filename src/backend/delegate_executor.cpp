@@ -74,7 +74,6 @@ Error finish(DelegateState& state, const Outcome& outcome, Error status) {
     ExecutionReport::record_on_this_thread(record);
   }
   if (status == Error::Ok) {
-    ++state.executions;
     counters().executions.fetch_add(1, std::memory_order_relaxed);
     counters().last_profile.store(outcome.profile, std::memory_order_relaxed);
   }
@@ -240,7 +239,6 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
   if (outcome->switched) {
     log_info("TensorRT delegate %s: profile %d -> %d", state.name, state.active_profile, chosen);
     state.active_profile = chosen;
-    ++state.switches;
     counters().switches.fetch_add(1, std::memory_order_relaxed);
   }
 

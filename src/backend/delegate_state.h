@@ -78,8 +78,6 @@ struct DelegateState {
   // The profile the last successful switch (or the last execution) left the
   // engine on; what kStickyFirstFit keeps.
   int32_t active_profile = 0;
-  uint64_t executions = 0;
-  uint64_t switches = 0;
 
   profile::Diagnostic diagnostic;
 };
