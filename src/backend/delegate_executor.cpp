@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include <executorch/runtime/core/exec_aten/util/tensor_util.h>
+#include <executorch/runtime/platform/log.h>
 
 #include "backend/diagnostics.h"
 #include "etrt/profile_guard.h"
@@ -237,7 +238,7 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
     }
   }
   if (outcome->switched) {
-    log_info("TensorRT delegate %s: profile %d -> %d", state.name, state.active_profile, chosen);
+    ET_LOG(Debug, "TensorRT delegate %s: profile %d -> %d", state.name, state.active_profile, chosen);
     state.active_profile = chosen;
     counters().switches.fetch_add(1, std::memory_order_relaxed);
   }

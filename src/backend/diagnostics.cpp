@@ -64,23 +64,10 @@ void report_error(const char* delegate, const char* format, ...) {
   log_error_lines(t_last_error);
 }
 
-void log_info(const char* format, ...) {
-  char line[512];
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(line, sizeof(line), format, args);
-  va_end(args);
-  ET_LOG(Debug, "%s", line);
-}
-
-}  // namespace backend
-}  // namespace etrt
-
-namespace etrt::backend {
-
 Counters& counters() noexcept {
   static Counters instance;
   return instance;
 }
 
-}  // namespace etrt::backend
+}  // namespace backend
+}  // namespace etrt

@@ -3,7 +3,9 @@
 // (etrt::last_error_message()) and ExecuTorch's log. Fixed buffers only: a
 // refusal on the execute path must not allocate either.
 
+#include <atomic>
 #include <cstdarg>
+#include <cstdint>
 
 #include "etrt/report.h"
 
@@ -13,19 +15,9 @@ namespace etrt::backend {
 // last-error buffer and logs it at Error level.
 void report_error(const char* delegate, const char* format, ...) __attribute__((format(printf, 2, 3)));
 
-// Logs at Debug level (profile switches and the like).
-void log_info(const char* format, ...) __attribute__((format(printf, 1, 2)));
-
 // Clears the thread's last error (called at the start of each execution so a
 // stale message never explains a later failure).
 void clear_last_error() noexcept;
-
-}  // namespace etrt::backend
-
-#include <atomic>
-#include <cstdint>
-
-namespace etrt::backend {
 
 // Process-wide counters behind get_option (etrt/options.h kCounter*).
 struct Counters {
