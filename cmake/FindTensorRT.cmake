@@ -35,17 +35,24 @@ if(NOT DEFINED TENSORRT_ROOT AND DEFINED ENV{TENSORRT_ROOT})
   set(TENSORRT_ROOT "$ENV{TENSORRT_ROOT}")
 endif()
 set(TENSORRT_ROOT "${TENSORRT_ROOT}" CACHE PATH "TensorRT installation: the directory holding include/ and lib/")
+# TensorRT_SEARCH_ROOT, when the caller sets it, is searched instead of
+# TENSORRT_ROOT: the GPU-free implementation's root staged in the build tree.
+if(TensorRT_SEARCH_ROOT)
+  set(_trt_root "${TensorRT_SEARCH_ROOT}")
+else()
+  set(_trt_root "${TENSORRT_ROOT}")
+endif()
 
 # A changed root invalidates what an earlier configure found under the old one.
-if(DEFINED _TensorRT_ROOT_SEARCHED AND NOT "${TENSORRT_ROOT}" STREQUAL "${_TensorRT_ROOT_SEARCHED}")
+if(DEFINED _TensorRT_ROOT_SEARCHED AND NOT "${_trt_root}" STREQUAL "${_TensorRT_ROOT_SEARCHED}")
   unset(TensorRT_INCLUDE_DIR CACHE)
   unset(TensorRT_nvinfer_LIBRARY CACHE)
 endif()
-set(_TensorRT_ROOT_SEARCHED "${TENSORRT_ROOT}" CACHE INTERNAL "TENSORRT_ROOT of the last search")
+set(_TensorRT_ROOT_SEARCHED "${_trt_root}" CACHE INTERNAL "root of the last search")
 
 set(_trt_search)
-if(TENSORRT_ROOT)
-  set(_trt_search HINTS "${TENSORRT_ROOT}" NO_DEFAULT_PATH)
+if(_trt_root)
+  set(_trt_search HINTS "${_trt_root}" NO_DEFAULT_PATH)
 endif()
 
 find_path(TensorRT_INCLUDE_DIR NvInferVersion.h ${_trt_search} PATH_SUFFIXES include include/x86_64-linux-gnu
@@ -76,6 +83,12 @@ if(TensorRT_INCLUDE_DIR)
   endif()
 endif()
 
+# A library this build makes (the GPU-free implementation, whose root is staged
+# in the build tree and has no library yet at configure time): the caller
+# names its target in TensorRT_nvinfer_TARGET.
+if(TensorRT_nvinfer_TARGET)
+  set(TensorRT_nvinfer_LIBRARY "${TensorRT_nvinfer_TARGET}" CACHE FILEPATH "" FORCE)
+endif()
 # Windows names the library after its major version (nvinfer_10.dll).
 find_library(TensorRT_nvinfer_LIBRARY NAMES nvinfer nvinfer_${TensorRT_VERSION_MAJOR} ${_trt_search}
              PATH_SUFFIXES lib lib64 lib/x86_64-linux-gnu lib/aarch64-linux-gnu targets/x86_64-linux/lib)
@@ -86,7 +99,7 @@ if(TensorRT_nvinfer_LIBRARY)
   # libnvinfer.so.<major>...: a library of another major than the headers
   # would refuse the runtime at createInferRuntime; say so now.
   get_filename_component(_trt_real "${TensorRT_nvinfer_LIBRARY}" REALPATH)
-  if(_trt_real MATCHES "libnvinfer\\.so\\.([0-9]+)" AND TensorRT_VERSION_MAJOR
+  if(NOT TensorRT_nvinfer_TARGET AND _trt_real MATCHES "libnvinfer\\.so\\.([0-9]+)" AND TensorRT_VERSION_MAJOR
      AND NOT CMAKE_MATCH_1 STREQUAL TensorRT_VERSION_MAJOR)
     message(WARNING "TensorRT: ${_trt_real} is major version ${CMAKE_MATCH_1} but the headers in "
                     "${TensorRT_INCLUDE_DIR} are ${TensorRT_VERSION}; point TENSORRT_ROOT at one installation.")
@@ -119,7 +132,11 @@ if(TensorRT_FOUND)
   if(TensorRT_nvinfer_FOUND)
     set(TensorRT_HEADERS_ONLY FALSE)
     set(TensorRT_LIBRARIES "${TensorRT_nvinfer_LIBRARY}")
-    if(NOT TARGET TensorRT::nvinfer)
+    if(NOT TARGET TensorRT::nvinfer AND TensorRT_nvinfer_TARGET)
+      add_library(TensorRT::nvinfer INTERFACE IMPORTED)
+      set_target_properties(TensorRT::nvinfer PROPERTIES INTERFACE_LINK_LIBRARIES
+                                                         "${TensorRT_nvinfer_TARGET};TensorRT::headers")
+    elseif(NOT TARGET TensorRT::nvinfer)
       add_library(TensorRT::nvinfer UNKNOWN IMPORTED)
       set_target_properties(TensorRT::nvinfer PROPERTIES IMPORTED_LOCATION "${TensorRT_nvinfer_LIBRARY}"
                                                          INTERFACE_LINK_LIBRARIES TensorRT::headers)
@@ -134,4 +151,5 @@ if(TensorRT_FOUND)
   endif()
 endif()
 unset(_trt_search)
+unset(_trt_root)
 unset(_trt_reason)

@@ -46,7 +46,7 @@
 #include <vector>
 
 #include "alloc_counter.h"
-#include "engine/reference/trace.h"
+#include "etrt_gpufree/trace.h"
 #include "etrt/options.h"
 #include "etrt/profile_guard.h"
 #include "etrt/stream_guard.h"
@@ -111,7 +111,7 @@ enum class Io { kDevice, kHost };
 // One forward() per iteration; `pins` cycles (decode: {0}; alternate: {1, 0}).
 void run(benchmark::State& state, const std::string& fixture, const char* strategy, Io io,
          const std::vector<int32_t>& pins) {
-  etrt::engine::reference::set_tracing_enabled(false);
+  etrt::gpufree::set_tracing_enabled(false);
   auto module = load(fixture, strategy);
   if (!module) return state.SkipWithError(("loading " + fixture + ".pte failed").c_str());
   cudaStream_t stream = nullptr;

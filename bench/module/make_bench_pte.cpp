@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-#include "engine/reference/builder.h"
+#include "etrt_gpufree/builder.h"
 #include "refkit/refkit.h"
 
 namespace {
@@ -28,9 +28,9 @@ int main(int argc, char** argv) {
   if (argc != 2) return 2;
   const std::string dir = argv[1];
   using etrt::make_shape;
-  etrt::engine::reference::Builder b("bench_identity");
-  b.add_input("x", etrt::engine::DataType::kFloat32, make_shape({1, -1}))
-      .add_output("y", etrt::engine::DataType::kFloat32, make_shape({1, -1}));
+  etrt::gpufree::Builder b("bench_identity");
+  b.add_input("x", etrt::gpufree::DataType::kFloat32, make_shape({1, -1}))
+      .add_output("y", etrt::gpufree::DataType::kFloat32, make_shape({1, -1}));
   const int32_t decode = b.add_profile();
   const int32_t prefill = b.add_profile();
   b.set_profile_shape(decode, "x", make_shape({1, 1}), make_shape({1, 1}), make_shape({1, 1}))

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "alloc_counter.h"
-#include "engine/reference/trace.h"
+#include "etrt_gpufree/trace.h"
 #include "etrt/options.h"
 #include "etrt/profile_guard.h"
 
@@ -59,7 +59,7 @@ std::unique_ptr<Module> load(const char* name, const char* strategy = etrt::kStr
 
 // One forward() per iteration on `tokens` tokens, under `pin` (-1: no guard).
 void run(benchmark::State& state, Module& module, const std::vector<int32_t>& pins, int32_t tokens) {
-  etrt::engine::reference::set_tracing_enabled(false);
+  etrt::gpufree::set_tracing_enabled(false);
   std::vector<float> small(1, 1.0f), large(static_cast<size_t>(tokens), 1.0f);
   auto one = executorch::extension::from_blob(small.data(), {1, 1}, ScalarType::Float);
   auto many = executorch::extension::from_blob(large.data(), {1, tokens}, ScalarType::Float);

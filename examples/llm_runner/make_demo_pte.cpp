@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/reference/builder.h"
+#include "etrt_gpufree/builder.h"
 #include "refkit/refkit.h"
 
 int main(int argc, char** argv) {
@@ -19,13 +19,13 @@ int main(int argc, char** argv) {
   const std::string dir = argv[1];
   constexpr int64_t kVocab = 64, kHidden = 32;
   using etrt::make_shape;
-  using etrt::engine::DataType;
+  using etrt::gpufree::DataType;
 
   std::vector<float> table(kVocab * kHidden), weight(kHidden * kVocab);
   for (int64_t i = 0; i < kVocab * kHidden; ++i) table[static_cast<size_t>(i)] = static_cast<float>((i * 37) % 101) / 101.0f;
   for (int64_t i = 0; i < kHidden * kVocab; ++i) weight[static_cast<size_t>(i)] = static_cast<float>((i * 53) % 97) / 97.0f - 0.5f;
 
-  etrt::engine::reference::Builder b("demo");
+  etrt::gpufree::Builder b("demo");
   b.add_input("input_ids", DataType::kInt64, make_shape({1, -1}))
       .add_output("logits", DataType::kFloat32, make_shape<int64_t>({1, -1, kVocab}));
   const int32_t decode = b.add_profile();

@@ -5,7 +5,7 @@
 
 #include "backend/signature_check.h"
 #include "blob/blob.h"
-#include "engine/factory.h"
+#include "engine/tensorrt/tensorrt_engine.h"
 
 namespace etrt::backend {
 namespace {
@@ -177,11 +177,8 @@ bool load_delegate(const void* data, size_t size, DelegateState* state, std::str
   // afterwards. A host engine never touches CUDA, so a CUDA build runs host engines on machines without a GPU.
   const int64_t device_id = parsed.metadata.device_id;
   DeviceGuard device;
-  if (engine::deserializes_on_device(parsed.engine, parsed.engine_size) && !device.activate(device_id, error))
-    return false;
-  engine::EngineOptions engine_options;
-  engine_options.device_id = device_id;
-  state->engine = engine::deserialize_engine(parsed.engine, parsed.engine_size, engine_options, error);
+  if (engine::tensorrt::deserializes_on_device() && !device.activate(device_id, error)) return false;
+  state->engine = engine::tensorrt::deserialize(parsed.engine, parsed.engine_size, device_id, error);
   if (!state->engine) return false;
   const bool on_device = state->engine->memory_kind() == engine::MemoryKind::kDevice;
   if (!memory_kind_supported(state->engine->memory_kind())) {

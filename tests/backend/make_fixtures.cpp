@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/reference/builder.h"
+#include "etrt_gpufree/builder.h"
 #include "fixtures.h"
 #include "refkit/refkit.h"
 
@@ -28,9 +28,9 @@ namespace {
 
 using etrt::make_shape;
 using etrt::Shape;
-using etrt::engine::DataType;
-using etrt::engine::MemoryKind;
-using etrt::engine::reference::Builder;
+using etrt::gpufree::DataType;
+using etrt::gpufree::MemoryKind;
+using etrt::gpufree::Builder;
 using json = nlohmann::json;
 
 std::string g_dir;

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/reference/trace.h"
+#include "etrt_gpufree/trace.h"
 #include "etrt/options.h"
 #include "etrt/profile_guard.h"
 #include "etrt/report.h"
@@ -28,7 +28,7 @@
 namespace {
 
 namespace et = ::executorch::runtime;
-namespace ref = ::etrt::engine::reference;
+namespace ref = ::etrt::gpufree;
 using ::executorch::aten::ScalarType;
 using ::executorch::extension::from_blob;
 using ::executorch::extension::Module;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/reference/trace.h"
+#include "etrt_gpufree/trace.h"
 #include "etrt/report.h"
 #include "fixtures.h"
 
@@ -63,15 +63,15 @@ inline void expect_logits(const Outcome& out, const std::vector<int64_t>& ids) {
 }
 
 // Calls of `kind` the engine labelled `label` received.
-inline int64_t count(const std::string& label, engine::reference::TraceKind kind) {
+inline int64_t count(const std::string& label, gpufree::TraceKind kind) {
   int64_t n = 0;
-  for (const auto& e : engine::reference::trace_events(label)) n += e.kind == kind;
+  for (const auto& e : gpufree::trace_events(label)) n += e.kind == kind;
   return n;
 }
 
 // set_optimization_profile calls the engine received (the tests clear traces after load).
 inline int64_t switch_calls(const std::string& label) {
-  return count(label, engine::reference::TraceKind::kSetOptimizationProfile);
+  return count(label, gpufree::TraceKind::kSetOptimizationProfile);
 }
 
 }  // namespace etrt::module_test

@@ -24,7 +24,7 @@ void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
 void operator delete[](void* p, size_t) noexcept { std::free(p); }
 
-namespace etrt::engine::reference::testing {
+namespace etrt::gpufree::testing {
 namespace {
 
 TEST(ReferenceAllocation, TheExecutionPathDoesNotAllocateWithTracingOff) {
@@ -53,4 +53,4 @@ TEST(ReferenceAllocation, TheExecutionPathDoesNotAllocateWithTracingOff) {
 }
 
 }  // namespace
-}  // namespace etrt::engine::reference::testing
+}  // namespace etrt::gpufree::testing

@@ -6,7 +6,7 @@
 #include "engine/reference/format.h"
 #include "reference_fixtures.h"
 
-namespace etrt::engine::reference::testing {
+namespace etrt::gpufree::testing {
 namespace {
 
 std::string build_error(const Builder& b) {
@@ -235,4 +235,4 @@ TEST(ReferenceBuilder, RefusesNegativeSwitchCost) {
 }
 
 }  // namespace
-}  // namespace etrt::engine::reference::testing
+}  // namespace etrt::gpufree::testing

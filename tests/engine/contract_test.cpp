@@ -8,7 +8,7 @@
 
 #include "reference_fixtures.h"
 
-namespace etrt::engine::reference::testing {
+namespace etrt::gpufree::testing {
 namespace {
 
 bool has(const char* text, const std::string& part) { return std::string(text).find(part) != std::string::npos; }
@@ -290,4 +290,4 @@ TEST_F(ReferenceContract, ContextOutlivingItsEngineIsRefusedAndRecorded) {
 }
 
 }  // namespace
-}  // namespace etrt::engine::reference::testing
+}  // namespace etrt::gpufree::testing

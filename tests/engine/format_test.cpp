@@ -9,7 +9,7 @@
 
 #include "reference_fixtures.h"
 
-namespace etrt::engine::reference::testing {
+namespace etrt::gpufree::testing {
 namespace {
 
 std::string load_error(const std::vector<uint8_t>& bytes) {
@@ -165,4 +165,4 @@ TEST(ReferenceFormat, NonReferenceBytesAndNullAreRefused) {
 }
 
 }  // namespace
-}  // namespace etrt::engine::reference::testing
+}  // namespace etrt::gpufree::testing

@@ -9,7 +9,7 @@
 
 #include "reference_fixtures.h"
 
-namespace etrt::engine::reference::testing {
+namespace etrt::gpufree::testing {
 namespace {
 
 bool has(const char* text, const std::string& part) { return std::string(text).find(part) != std::string::npos; }
@@ -170,4 +170,4 @@ TEST(ReferenceMemory, ContextsSharingScratchMustNotEnqueueAtTheSameTime) {
 }
 
 }  // namespace
-}  // namespace etrt::engine::reference::testing
+}  // namespace etrt::gpufree::testing

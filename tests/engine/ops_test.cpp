@@ -7,7 +7,7 @@
 
 #include "reference_fixtures.h"
 
-namespace etrt::engine::reference::testing {
+namespace etrt::gpufree::testing {
 namespace {
 
 // Runs a one-profile engine with fully static IO: binds `inputs` then `outputs` in IO order.
@@ -209,4 +209,4 @@ TEST(ReferenceOps, OutputsAreWrittenForTheCurrentShapeOnly) {
 }
 
 }  // namespace
-}  // namespace etrt::engine::reference::testing
+}  // namespace etrt::gpufree::testing

@@ -10,11 +10,11 @@
 
 #include "common/shape.h"
 #include "engine/engine.h"
-#include "engine/reference/builder.h"
+#include "etrt_gpufree/builder.h"
 #include "engine/reference/reference_engine.h"
-#include "engine/reference/trace.h"
+#include "etrt_gpufree/trace.h"
 
-namespace etrt::engine::reference::testing {
+namespace etrt::gpufree::testing {
 
 inline constexpr int32_t kDecode = 0;
 inline constexpr int32_t kPrefill = 1;
@@ -115,4 +115,4 @@ struct AlignedBuffer {
   uint8_t* data;
 };
 
-}  // namespace etrt::engine::reference::testing
+}  // namespace etrt::gpufree::testing

@@ -4,7 +4,7 @@
 
 #include "reference_fixtures.h"
 
-namespace etrt::engine::reference::testing {
+namespace etrt::gpufree::testing {
 namespace {
 
 TEST(ReferenceTrace, RecordsEveryCallInOrderWithItsArguments) {
@@ -181,4 +181,4 @@ TEST(ReferenceTrace, TracingCanBeTurnedOffInTheEngineBytes) {
 }
 
 }  // namespace
-}  // namespace etrt::engine::reference::testing
+}  // namespace etrt::gpufree::testing

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/reference/trace.h"
+#include "etrt_gpufree/trace.h"
 #include "etrt/options.h"
 #include "etrt/report.h"
 #include "etrt/stream_guard.h"
@@ -27,7 +27,7 @@
 namespace etrt::gpu_test {
 
 namespace et = ::executorch::runtime;
-namespace ref = ::etrt::engine::reference;
+namespace ref = ::etrt::gpufree;
 using ::executorch::aten::ScalarType;
 using ::executorch::extension::from_blob;
 using ::executorch::extension::Module;

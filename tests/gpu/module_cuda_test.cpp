@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/reference/trace.h"
+#include "etrt_gpufree/trace.h"
 #include "etrt/options.h"
 #include "etrt/profile_guard.h"
 #include "etrt/report.h"

@@ -14,7 +14,7 @@
 #include "gpu_test_util.h"
 #include "reference_fixtures.h"
 
-namespace etrt::engine::reference::testing {
+namespace etrt::gpufree::testing {
 namespace {
 
 using gpu_test::busy;
@@ -306,4 +306,4 @@ TEST_F(ReferenceCuda, ContextsOnAnotherDeviceThanTheWeightsAreRefused) {
 }
 
 }  // namespace
-}  // namespace etrt::engine::reference::testing
+}  // namespace etrt::gpufree::testing

@@ -3,7 +3,7 @@
 #include <fstream>
 
 #include "blob/blob.h"
-#include "engine/factory.h"
+#include "engine/tensorrt/tensorrt_engine.h"
 
 namespace etrt::refkit {
 namespace {
@@ -14,7 +14,7 @@ std::vector<int64_t> dims_of(const Shape& s) { return std::vector<int64_t>(s.d, 
 
 std::vector<uint8_t> blob_for_engine(const std::vector<uint8_t>& engine_bytes, bool with_signature,
                                      std::string* error, const std::function<void(blob::Metadata&)>& edit) {
-  auto engine = engine::deserialize_engine(engine_bytes.data(), engine_bytes.size(), {}, error);
+  auto engine = engine::tensorrt::deserialize(engine_bytes.data(), engine_bytes.size(), /*device_id=*/0, error);
   if (!engine) return {};
   blob::Metadata metadata;
   blob::ProfileSignature signature;

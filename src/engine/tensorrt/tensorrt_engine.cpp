@@ -1,4 +1,8 @@
-// The engine seam over NvInfer. Each method is a thin translation: an IO index
+// The TensorRT adapter: the engine seam (engine.h) over NvInfer, the one path
+// by which etrt drives engines. Built against NVIDIA's TensorRT or against the
+// project's GPU-free NvInfer implementation (nvinfer/), from this same source;
+// the only difference is ETRT_NVINFER_GPU_FREE's one question below (whether
+// an engine runs on the host). Each method is a thin translation: an IO index
 // becomes the tensor name NvInfer wants, a Shape becomes Dims, and a failed
 // call leaves "<the NvInfer call>: <TensorRT's own reason>" in last_error().
 // The policy (which profile, whether a shape fits) lives in the backend and
@@ -14,7 +18,9 @@
 
 #include <NvInferRuntime.h>
 #include <NvInferVersion.h>
+#if ETRT_WITH_CUDA
 #include <cuda_runtime_api.h>
+#endif
 
 #include <atomic>
 #include <cstdio>
@@ -180,6 +186,7 @@ class ErrorRecorder final : public nvinfer1::IErrorRecorder {
 // Contexts hold a shared_ptr to this, so they always go before the engine.
 struct Loaded {
   int64_t device_id = -1;
+  MemoryKind memory_kind = MemoryKind::kDevice;
   int32_t num_profiles = 0;
   Logger logger;
   std::unique_ptr<nvinfer1::IRuntime> runtime;
@@ -223,6 +230,15 @@ bool describe_io(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io, std
     }
     desc.shape = to_shape(dims);
     desc.is_shape_tensor = engine.isShapeInferenceIO(name);
+
+    // etrt binds every tensor to device memory (staging host tensors itself); a tensor TensorRT expects in host
+    // memory would be read from the wrong address space. Shape tensors are refused by the backend, with its own words.
+    if (!desc.is_shape_tensor && engine.getTensorLocation(name) == nvinfer1::TensorLocation::kHOST) {
+      *error = where + " is placed on the host by TensorRT (getTensorLocation returned kHOST) and is not a shape "
+               "tensor; etrt binds device memory only: rebuild the engine so this tensor stays on the device "
+               "(e.g. make it a regular tensor input instead of a host-computed one)";
+      return false;
+    }
 
     // etrt hands TensorRT dense row-major buffers; a vectorized layout (kHWC8,
     // kCHW32, ...) would read them wrongly, so refuse it here rather than at run.
@@ -415,7 +431,7 @@ class TensorRTEngine final : public Engine {
     return true;
   }
 
-  MemoryKind memory_kind() const override { return MemoryKind::kDevice; }
+  MemoryKind memory_kind() const override { return loaded_->memory_kind; }
 
   size_t device_memory_size() const override {
     const int64_t size = loaded_->engine->getDeviceMemorySizeV2();
@@ -449,15 +465,17 @@ std::unique_ptr<Engine> deserialize(const void* data, size_t size, int64_t devic
     *error = "no TensorRT engine bytes to deserialize (the blob's engine section is empty)";
     return nullptr;
   }
-  // The backend makes device_id current before calling; a mismatch here would
+#if ETRT_WITH_CUDA
+  // The backend makes device_id current before calling when deserializes_on_device(); a mismatch here would
   // put the engine on the wrong GPU, so say so instead.
   int current = -1;
-  if (device_id >= 0 && cudaGetDevice(&current) == cudaSuccess && current != device_id) {
+  if (deserializes_on_device() && device_id >= 0 && cudaGetDevice(&current) == cudaSuccess && current != device_id) {
     *error = "the engine belongs on CUDA device " + std::to_string(device_id) + " but device " +
              std::to_string(current) + " is current; call cudaSetDevice(" + std::to_string(device_id) +
              ") before deserializing";
     return nullptr;
   }
+#endif
 
   auto loaded = std::make_shared<Loaded>();
   loaded->device_id = device_id;
@@ -483,8 +501,21 @@ std::unique_ptr<Engine> deserialize(const void* data, size_t size, int64_t devic
              " optimization profiles; TensorRT promises at least 1";
     return nullptr;
   }
+#if defined(ETRT_NVINFER_GPU_FREE)
+  // The GPU-free implementation's host engines compute on the calling thread over host memory.
+  if (etrt_gpufree_engineRunsOnHost(loaded->engine.get())) loaded->memory_kind = MemoryKind::kHost;
+#endif
   if (!describe_io(*loaded->engine, &loaded->io, error)) return nullptr;
   return std::make_unique<TensorRTEngine>(std::move(loaded));
+}
+
+bool deserializes_on_device() {
+#if defined(ETRT_NVINFER_GPU_FREE)
+  // The GPU-free runtime deserializes anywhere; a CUDA-mode engine uploads its weights at context creation.
+  return false;
+#else
+  return true;
+#endif
 }
 
 }  // namespace etrt::engine::tensorrt

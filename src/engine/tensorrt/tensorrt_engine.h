@@ -1,8 +1,7 @@
 #pragma once
-// The TensorRT implementation of the engine seam (engine/engine.h), built only
-// when ETRT_WITH_TENSORRT is on. This header needs neither NvInfer nor CUDA, so
-// src/engine/factory.cpp can include it under `#if ETRT_WITH_TENSORRT` without
-// picking up TensorRT's include paths. See docs/tensorrt.md.
+// The TensorRT adapter: the one implementation of the engine seam
+// (engine/engine.h). This header needs neither NvInfer nor CUDA, so the backend
+// includes it without TensorRT's include paths. See docs/tensorrt.md.
 
 #include <cstddef>
 #include <cstdint>
@@ -28,5 +27,9 @@ namespace etrt::engine::tensorrt {
 // engine, so TensorRT's order (runtime outlives engine outlives contexts) holds
 // whatever order the caller destroys them in.
 std::unique_ptr<Engine> deserialize(const void* data, size_t size, int64_t device_id, std::string* error);
+
+// True when deserialize() needs the engine's CUDA device current (NVIDIA's TensorRT deserializes onto the current
+// device). The GPU-free implementation never does, so CUDA builds load its host engines on machines without a GPU.
+bool deserializes_on_device();
 
 }  // namespace etrt::engine::tensorrt

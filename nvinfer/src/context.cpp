@@ -1,23 +1,28 @@
-// The reference engine's execution context: TensorRT's execution-context
-// contract, call by call (see reference_engine.h and docs/reference-engine.md).
+// The GPU-free NvInfer implementation's execution context: TensorRT's
+// IExecutionContext contract, call by call (see engine_impl.h and ../README.md).
+// Each NvInfer call resolves tensor names to IO indices, checks for an injected
+// fault, runs the call's rules below and, on failure, reports the reason to the
+// context's error recorder (inherited from the engine, else the logger).
 
 #include <atomic>
+#include <cstring>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "engine/reference/device_runtime.h"
-#include "engine/reference/engine_state.h"
-#include "engine/reference/executor.h"
-#include "engine/reference/kernels.h"
+#include "device_runtime.h"
+#include "engine_state.h"
+#include "etrt_gpufree/faults.h"
+#include "executor.h"
+#include "kernels.h"
 
-namespace etrt::engine::reference {
+namespace etrt::gpufree {
 
 namespace {
 
-using State = ReferenceEngine::State;
+using State = EngineImpl::State;
 
 void busy_wait(int64_t ns) {
   // Spinning, not sleeping: a real switch keeps the calling thread busy, and a sleep's wake-up latency would swamp
@@ -29,10 +34,12 @@ void busy_wait(int64_t ns) {
 
 std::string context_name(uint64_t id) { return "execution context #" + std::to_string(id); }
 
-class ReferenceContext final : public ExecutionContext {
+class ContextImpl final : public nvinfer1::IExecutionContext {
  public:
-  ReferenceContext(std::shared_ptr<State> state, uint64_t id, bool user_managed, ScratchBuffer owned, DeviceOrder order)
-      : state_(std::move(state)),
+  ContextImpl(const EngineImpl& engine, std::shared_ptr<State> state, uint64_t id, bool user_managed, ScratchBuffer owned, DeviceOrder order)
+      : engine_(engine),
+        state_(std::move(state)),
+        sink_(state_->sink),
         id_(id),
         user_managed_(user_managed),
         owned_scratch_(std::move(owned)),
@@ -52,7 +59,7 @@ class ReferenceContext final : public ExecutionContext {
     }
   }
 
-  ~ReferenceContext() override {
+  ~ContextImpl() noexcept override {
     {
       std::lock_guard<std::mutex> lock(state_->mutex);
       for (uint64_t& h : state_->holders)
@@ -60,12 +67,88 @@ class ReferenceContext final : public ExecutionContext {
       --state_->live_contexts;
     }
     const std::string error = state_->device_mode() ? release_device_order() : std::string();
+    if (!error.empty()) sink_.report(nvinfer1::ErrorCode::kINVALID_STATE, "~IExecutionContext: " + error);
     state_->trace_call(TraceKind::kDestroyContext, id_, error.empty() ? nullptr : &error, [](TraceEvent&) {});
+    release(sink_.recorder);
   }
 
-  int32_t optimization_profile() const override { return profile_; }
+  // ---- NvInfer ----------------------------------------------------------------------------------------------
 
-  bool set_optimization_profile(int32_t profile, StreamHandle stream) override {
+  void setErrorRecorder(nvinfer1::IErrorRecorder* recorder) noexcept override {
+    retain(recorder);
+    release(sink_.recorder);
+    sink_.recorder = recorder;
+  }
+  nvinfer1::IErrorRecorder* getErrorRecorder() const noexcept override { return sink_.recorder; }
+  nvinfer1::ICudaEngine const& getEngine() const noexcept override { return engine_; }
+
+  bool setOptimizationProfileAsync(int32_t profileIndex, cudaStream_t stream) noexcept override {
+    if (injected(Call::kSetOptimizationProfileAsync, TraceKind::kSetOptimizationProfile)) return false;
+    return reported(set_optimization_profile(profileIndex, stream));
+  }
+  int32_t getOptimizationProfile() const noexcept override { return profile_; }
+
+  bool setInputShape(char const* tensorName, nvinfer1::Dims const& dims) noexcept override {
+    const int32_t i = lookup(tensorName, "setInputShape");
+    if (i < 0) return false;
+    if (injected(Call::kSetInputShape, TraceKind::kSetInputShape)) return false;
+    if (dims.nbDims < 0 || dims.nbDims > kMaxRank)
+      return reported(refuse("setInputShape('" + std::string(tensorName) + "'): rank " + std::to_string(dims.nbDims) +
+                             " is outside 0.." + std::to_string(kMaxRank)));
+    Shape shape;
+    shape.rank = dims.nbDims;
+    for (int32_t d = 0; d < dims.nbDims; ++d) shape.d[d] = dims.d[d];
+    return reported(set_input_shape(i, shape));
+  }
+
+  nvinfer1::Dims getTensorShape(char const* tensorName) const noexcept override {
+    nvinfer1::Dims dims{};
+    dims.nbDims = -1;
+    const int32_t i = lookup(tensorName, "getTensorShape");
+    if (i < 0) return dims;
+    if (detail::fault_fires(Call::kGetTensorShape, label())) {
+      sink_.report(nvinfer1::ErrorCode::kINTERNAL_ERROR, "injected fault: getTensorShape");
+      return dims;
+    }
+    Shape shape;
+    if (!tensor_shape(i, &shape)) {
+      sink_.report(nvinfer1::ErrorCode::kINVALID_ARGUMENT, last_error_copy());
+      return dims;
+    }
+    dims.nbDims = shape.rank;
+    for (int32_t d = 0; d < shape.rank; ++d) dims.d[d] = shape.d[d];
+    return dims;
+  }
+
+  bool setTensorAddress(char const* tensorName, void* data) noexcept override {
+    const int32_t i = lookup(tensorName, "setTensorAddress");
+    if (i < 0) return false;
+    if (injected(Call::kSetTensorAddress, TraceKind::kSetTensorAddress)) return false;
+    return reported(set_tensor_address(i, data));
+  }
+  void const* getTensorAddress(char const* tensorName) const noexcept override {
+    const int32_t i = lookup(tensorName, "getTensorAddress");
+    return i < 0 ? nullptr : data_[static_cast<size_t>(i)];
+  }
+
+  void setDeviceMemoryV2(void* memory, int64_t size) noexcept override {
+    if (injected(Call::kSetDeviceMemoryV2, TraceKind::kSetDeviceMemory)) return;
+    if (size < 0) {
+      reported(refuse("setDeviceMemoryV2: negative size " + std::to_string(size)));
+      return;
+    }
+    reported(set_device_memory(memory, static_cast<size_t>(size)));
+  }
+
+  bool enqueueV3(cudaStream_t stream) noexcept override {
+    if (injected(Call::kEnqueueV3, TraceKind::kEnqueue)) return false;
+    return enqueue(stream);  // reports itself: a refused concurrent call must not read last_error_
+  }
+
+   private:
+  // ---- the rules, by IO index; false with the reason in last_error_ -------------------------------------------
+
+  bool set_optimization_profile(int32_t profile, StreamHandle stream) {
     const int32_t previous = profile_;
     auto traced = [&](const std::string* error, int64_t cost) {
       state_->trace_call(TraceKind::kSetOptimizationProfile, id_, error, [&](TraceEvent& e) {
@@ -118,7 +201,7 @@ class ReferenceContext final : public ExecutionContext {
     return traced(nullptr, cost);
   }
 
-  bool set_input_shape(int32_t io_index, const Shape& shape) override {
+  bool set_input_shape(int32_t io_index, const Shape& shape) {
     auto traced = [&](const std::string* error) {
       state_->trace_call(TraceKind::kSetInputShape, id_, error, [&](TraceEvent& e) {
         e.io_index = io_index;
@@ -151,7 +234,7 @@ class ReferenceContext final : public ExecutionContext {
     return traced(nullptr);
   }
 
-  bool tensor_shape(int32_t io_index, Shape* out) const override {
+  bool tensor_shape(int32_t io_index, Shape* out) const {
     const Model& m = state_->model;
     if (io_index < 0 || io_index >= m.num_io()) {
       fail("tensor_shape: io index " + std::to_string(io_index) + " is out of range 0.." +
@@ -177,7 +260,7 @@ class ReferenceContext final : public ExecutionContext {
     return true;
   }
 
-  bool set_tensor_address(int32_t io_index, void* address) override {
+  bool set_tensor_address(int32_t io_index, void* address) {
     auto traced = [&](const std::string* error) {
       state_->trace_call(TraceKind::kSetTensorAddress, id_, error, [&](TraceEvent& e) {
         e.io_index = io_index;
@@ -200,7 +283,7 @@ class ReferenceContext final : public ExecutionContext {
     return traced(nullptr);
   }
 
-  bool set_device_memory(void* memory, size_t size) override {
+  bool set_device_memory(void* memory, size_t size) {
     auto traced = [&](const std::string* error) {
       state_->trace_call(TraceKind::kSetDeviceMemory, id_, error, [&](TraceEvent& e) {
         e.address = memory;
@@ -225,7 +308,7 @@ class ReferenceContext final : public ExecutionContext {
     return traced(nullptr);
   }
 
-  bool enqueue(StreamHandle stream) override {
+  bool enqueue(StreamHandle stream) {
     auto traced = [&](const std::string* error, bool concurrent = false) {
       state_->trace_call(TraceKind::kEnqueue, id_, error, [&](TraceEvent& e) {
         e.stream = stream;
@@ -244,17 +327,49 @@ class ReferenceContext final : public ExecutionContext {
       const std::string error =
           "enqueue: another enqueue on this context is still in progress; one context is never enqueued from two "
           "threads or streams at once (use one context per thread)";
-      fail(error);
+      sink_.report(nvinfer1::ErrorCode::kINVALID_STATE, error);
       return traced(&error, /*concurrent=*/true);
     }
     const bool ok = enqueue_claimed(stream);
+    if (!ok) sink_.report(nvinfer1::ErrorCode::kFAILED_EXECUTION, last_error_);
+    traced(ok ? nullptr : &last_error_);
     enqueueing_.store(false, std::memory_order_release);
-    return traced(ok ? nullptr : &last_error_);
+    return ok;
   }
 
-  const char* last_error() const override { return last_error_.c_str(); }
+  // ---- helpers -------------------------------------------------------------------------------------------------
 
- private:
+  // The IO index of `name`, or -1 after reporting that there is none.
+  int32_t lookup(char const* name, const char* call) const {
+    const Model& m = state_->model;
+    if (name != nullptr)
+      for (size_t i = 0; i < m.io.size(); ++i)
+        if (std::strcmp(m.io[i].name.c_str(), name) == 0) return static_cast<int32_t>(i);
+    sink_.report(nvinfer1::ErrorCode::kINVALID_ARGUMENT, std::string(call) + ": engine '" + label() +
+                                                             "' has no IO tensor named '" +
+                                                             (name != nullptr ? name : "(null)") + "'");
+    return -1;
+  }
+
+  // True (after reporting and tracing the refusal) when a fault injected at `call` fires now.
+  bool injected(Call call, TraceKind kind) {
+    if (!detail::fault_fires(call, label())) return false;
+    const std::string error = std::string("injected fault: ") + to_string(call);
+    sink_.report(nvinfer1::ErrorCode::kINTERNAL_ERROR, error);
+    state_->trace_call(kind, id_, &error, [](TraceEvent&) {});
+    return true;
+  }
+
+  // Passes a rule's result through, reporting its refusal.
+  bool reported(bool ok) const {
+    if (!ok) sink_.report(nvinfer1::ErrorCode::kINVALID_ARGUMENT, last_error_copy());
+    return ok;
+  }
+
+  std::string last_error_copy() const {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    return last_error_;
+  }
   const std::string& label() const { return state_->model.label; }
   int32_t ordinal(int32_t io_index) const { return state_->input_ordinals[static_cast<size_t>(io_index)]; }
 
@@ -398,7 +513,7 @@ class ReferenceContext final : public ExecutionContext {
       state_->holders[static_cast<size_t>(profile_)] = id_;
       if (scratch_bytes > 0) state_->scratch_in_use.push_back({scratch_, scratch_ + scratch_bytes, id_});
     }
-    if (state_->hook) state_->hook(*this);
+    detail::run_enqueue_hook(label());
 
     for (size_t i = 0; i < m.intermediates.size(); ++i)
       data_[static_cast<size_t>(m.intermediate_id(i))] = scratch_ + state_->plan.intermediate_offsets[i];
@@ -440,7 +555,9 @@ class ReferenceContext final : public ExecutionContext {
     return true;
   }
 
+  const EngineImpl& engine_;
   std::shared_ptr<State> state_;
+  ErrorSink sink_;
   const uint64_t id_;
   const bool user_managed_;
   ScratchBuffer owned_scratch_;
@@ -483,9 +600,10 @@ void DeviceOrder::release() {
   *this = DeviceOrder{};
 }
 
-std::unique_ptr<ExecutionContext> make_context(std::shared_ptr<State> state, uint64_t id, bool user_managed,
-                                               ScratchBuffer owned, DeviceOrder order) {
-  return std::make_unique<ReferenceContext>(std::move(state), id, user_managed, std::move(owned), order);
+nvinfer1::IExecutionContext* make_context(const EngineImpl& engine, std::shared_ptr<State> state, uint64_t id,
+                                          bool user_managed, ScratchBuffer owned, DeviceOrder order) {
+  retain(state->sink.recorder);
+  return new (std::nothrow) ContextImpl(engine, std::move(state), id, user_managed, std::move(owned), order);
 }
 
-}  // namespace etrt::engine::reference
+}  // namespace etrt::gpufree

@@ -12,30 +12,31 @@
 //     u8   flags                     bit 0: tracing on; bit 1: CUDA mode (device memory)
 //     i64  switch cost, ns
 //     u64  requested device memory, bytes
-//     u32  IO count,           then per tensor: str name, u8 is_input, u8 is_shape_tensor, u8 dtype, shape
+//     u32  IO count,           then per tensor: str name, u8 is_input, u8 flags, u8 dtype, shape
 //     u32  constant count,     then per constant: str name, shape, u64 value count, f32 values
 //     u32  intermediate count, then per tensor: str name, u8 dtype
 //     u32  profile count,      then per profile, per input in IO order: shape min, shape opt, shape max
 //     u32  op count,           then per op: u8 kind, i32 a, i32 b, i32 out, f32 factor
 //   shape = u8 rank + rank x i64
+//   IO flags: bit 0 shape tensor, bit 1 located on the host (getTensorLocation kHOST)
 //
-// dtype is etrt::engine::DataType's value; op kinds are OpKind's values.
+// dtype is gpufree::DataType's value; op kinds are OpKind's values.
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "engine/reference/model.h"
+#include "model.h"
 
-namespace etrt::engine::reference {
+namespace etrt::gpufree {
 
 inline constexpr char kMagic[4] = {'E', 'T', 'R', 'F'};
 inline constexpr uint32_t kFormatVersion = 1;
 inline constexpr size_t kHeaderSize = 24;
 
 // True when `data` starts with the reference engine's magic (says nothing about the rest).
-bool is_reference_engine(const void* data, size_t size);
+ETRT_GPUFREE_API bool is_reference_engine(const void* data, size_t size);
 
 // Encodes a model (validate it first; the builder does).
 std::vector<uint8_t> serialize(const Model& model);
@@ -45,6 +46,6 @@ std::vector<uint8_t> serialize(const Model& model);
 bool deserialize_model(const void* data, size_t size, Model* model, std::string* error);
 
 // FNV-1a, 32-bit: cheap, and enough to tell a damaged blob from a valid one.
-uint32_t checksum(const uint8_t* data, size_t size);
+ETRT_GPUFREE_API uint32_t checksum(const uint8_t* data, size_t size);
 
-}  // namespace etrt::engine::reference
+}  // namespace etrt::gpufree

@@ -1,8 +1,8 @@
 #include <cstring>
 
-#include "engine/reference/kernels.h"
+#include "kernels.h"
 
-namespace etrt::engine::reference {
+namespace etrt::gpufree {
 
 namespace {
 
@@ -57,4 +57,4 @@ const Kernels& host_kernels() {
   return kernels;
 }
 
-}  // namespace etrt::engine::reference
+}  // namespace etrt::gpufree

@@ -2,10 +2,10 @@
 // (so they can be inspected and packed anywhere), but anything that would
 // need the GPU is refused here, saying how to rebuild. The CudaKernels are
 // never reached: no CUDA-mode context can be created in such a build.
-#include "engine/reference/device_runtime.h"
-#include "engine/reference/kernels.h"
+#include "device_runtime.h"
+#include "kernels.h"
 
-namespace etrt::engine::reference {
+namespace etrt::gpufree {
 
 namespace device {
 
@@ -63,4 +63,4 @@ void CudaKernels::scale(const float*, float, float*, int64_t) const {}
 void CudaKernels::matmul(const float*, const float*, float*, int64_t, int64_t, int64_t) const {}
 void CudaKernels::copy(const void*, void*, uint64_t) const {}
 
-}  // namespace etrt::engine::reference
+}  // namespace etrt::gpufree

@@ -6,14 +6,14 @@
 #include <string>
 
 #include "common/shape.h"
-#include "engine/reference/kernels.h"
-#include "engine/reference/model.h"
+#include "kernels.h"
+#include "model.h"
 
-namespace etrt::engine::reference {
+namespace etrt::gpufree {
 
 // `data[id]` and `shapes[id]` give every tensor's storage and current shape (from infer_shapes), by tensor id.
 // Fails only on data errors the shapes cannot reveal (an embedding id out of range), naming the op and the value.
 bool run_ops(const Model& model, Span<void* const> data, Span<const Shape> shapes, const Kernels& kernels,
              std::string* error);
 
-}  // namespace etrt::engine::reference
+}  // namespace etrt::gpufree

@@ -1,9 +1,9 @@
-#include "engine/reference/builder.h"
+#include "etrt_gpufree/builder.h"
 
-#include "engine/reference/format.h"
-#include "engine/reference/model.h"
+#include "format.h"
+#include "model.h"
 
-namespace etrt::engine::reference {
+namespace etrt::gpufree {
 
 namespace {
 
@@ -43,6 +43,16 @@ Builder& Builder::mark_shape_tensor(const std::string& input) {
       return *this;
     }
   note_error("mark_shape_tensor('" + input + "'): no input of that name has been added");
+  return *this;
+}
+
+Builder& Builder::place_on_host(const std::string& tensor) {
+  for (IoSpec& t : io_)
+    if (t.name == tensor) {
+      t.on_host = true;
+      return *this;
+    }
+  note_error("place_on_host('" + tensor + "'): no IO tensor of that name has been added");
   return *this;
 }
 
@@ -124,6 +134,7 @@ std::vector<uint8_t> Builder::build(std::string* error) const {
     d.dtype = t.dtype;
     d.shape = t.shape;
     d.is_shape_tensor = t.is_shape_tensor;
+    d.on_host = t.on_host;
     m.io.push_back(std::move(d));
   }
   for (const ConstantSpec& c : constants_) m.constants.push_back({c.name, c.shape, c.values});
@@ -218,4 +229,4 @@ std::vector<uint8_t> Builder::build(std::string* error) const {
   return serialize(m);
 }
 
-}  // namespace etrt::engine::reference
+}  // namespace etrt::gpufree

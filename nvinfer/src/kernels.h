@@ -7,9 +7,9 @@
 
 #include <cstdint>
 
-#include "engine/engine.h"
+#include "etrt_gpufree/types.h"
 
-namespace etrt::engine::reference {
+namespace etrt::gpufree {
 
 class Kernels {
  public:
@@ -51,4 +51,4 @@ class CudaKernels final : public Kernels {
   StreamHandle stream_;
 };
 
-}  // namespace etrt::engine::reference
+}  // namespace etrt::gpufree

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "common/shape.h"
-#include "engine/engine.h"
+#include "etrt_gpufree/types.h"
 
-namespace etrt::engine::reference {
+namespace etrt::gpufree {
 
 // What each kind fills in besides the common fields (sequence .. error):
 //   kLoadEngine              size = device_memory_size()
@@ -46,7 +46,7 @@ enum class TraceKind : uint8_t {
   kSetDeviceMemory,
   kEnqueue,
 };
-const char* to_string(TraceKind kind);
+ETRT_GPUFREE_API const char* to_string(TraceKind kind);
 
 struct TraceEvent {
   // Process-wide order, across labels.
@@ -91,27 +91,27 @@ struct TraceCounters {
 // The list keeps the newest this many events per label.
 inline constexpr size_t kMaxTraceEvents = 100000;
 
-std::vector<TraceEvent> trace_events(const std::string& label);
-TraceCounters trace_counters(const std::string& label);
-int64_t count_switches(const std::string& label);
-int64_t count_enqueues(const std::string& label);
-int32_t last_enqueue_profile(const std::string& label);
+ETRT_GPUFREE_API std::vector<TraceEvent> trace_events(const std::string& label);
+ETRT_GPUFREE_API TraceCounters trace_counters(const std::string& label);
+ETRT_GPUFREE_API int64_t count_switches(const std::string& label);
+ETRT_GPUFREE_API int64_t count_enqueues(const std::string& label);
+ETRT_GPUFREE_API int32_t last_enqueue_profile(const std::string& label);
 // Forgets the events and counters of `label` / of every label.
-void clear_trace(const std::string& label);
-void clear_all_traces();
+ETRT_GPUFREE_API void clear_trace(const std::string& label);
+ETRT_GPUFREE_API void clear_all_traces();
 
 // Global switch, on by default; an engine records only when this and its own flag are both on.
-void set_tracing_enabled(bool enabled);
-bool tracing_enabled();
+ETRT_GPUFREE_API void set_tracing_enabled(bool enabled);
+ETRT_GPUFREE_API bool tracing_enabled();
 
 // One line per event, for test failure messages and debugging.
-std::string to_string(const TraceEvent& event);
+ETRT_GPUFREE_API std::string to_string(const TraceEvent& event);
 
 namespace detail {
 // One label's record. Engines look theirs up once at load and keep the pointer; records are never freed.
 struct TraceRecord;
-TraceRecord* trace_record(const std::string& label);
-void record(TraceRecord* record, TraceEvent event);
+ETRT_GPUFREE_API TraceRecord* trace_record(const std::string& label);
+ETRT_GPUFREE_API void record(TraceRecord* record, TraceEvent event);
 }  // namespace detail
 
-}  // namespace etrt::engine::reference
+}  // namespace etrt::gpufree

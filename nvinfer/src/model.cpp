@@ -1,8 +1,8 @@
-#include "engine/reference/model.h"
+#include "model.h"
 
 #include <cmath>
 
-namespace etrt::engine::reference {
+namespace etrt::gpufree {
 
 namespace {
 
@@ -358,4 +358,4 @@ bool plan_memory(const Model& m, MemoryPlan* plan, std::string* error) {
   return true;
 }
 
-}  // namespace etrt::engine::reference
+}  // namespace etrt::gpufree

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "common/shape.h"
-#include "engine/engine.h"
+#include "etrt_gpufree/types.h"
 
-namespace etrt::engine::reference {
+namespace etrt::gpufree {
 
 enum class OpKind : uint8_t {
   kEmbedding = 1,  // out[..., :] = table[ids[...], :]
@@ -109,4 +109,4 @@ bool tensor_bytes(const Shape& shape, DataType dtype, uint64_t* bytes);
 
 std::string shape_to_string(const Shape& shape);
 
-}  // namespace etrt::engine::reference
+}  // namespace etrt::gpufree

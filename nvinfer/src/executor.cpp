@@ -1,6 +1,6 @@
-#include "engine/reference/executor.h"
+#include "executor.h"
 
-namespace etrt::engine::reference {
+namespace etrt::gpufree {
 
 namespace {
 
@@ -64,4 +64,4 @@ bool run_ops(const Model& m, Span<void* const> data, Span<const Shape> shapes, c
   return true;
 }
 
-}  // namespace etrt::engine::reference
+}  // namespace etrt::gpufree

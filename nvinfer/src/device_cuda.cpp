@@ -2,9 +2,9 @@
 // with -DETRT_WITH_CUDA=ON.
 #include <cuda_runtime_api.h>
 
-#include "engine/reference/device_runtime.h"
+#include "device_runtime.h"
 
-namespace etrt::engine::reference::device {
+namespace etrt::gpufree::device {
 
 namespace {
 
@@ -126,4 +126,4 @@ bool event_complete(void* event) {
   return status == cudaSuccess;
 }
 
-}  // namespace etrt::engine::reference::device
+}  // namespace etrt::gpufree::device

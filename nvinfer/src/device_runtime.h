@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/engine.h"
+#include "etrt_gpufree/types.h"
 
-namespace etrt::engine::reference::device {
+namespace etrt::gpufree::device {
 
 // True when this build has the CUDA mode at all.
 bool built_with_cuda();
@@ -60,4 +60,4 @@ bool store_word(int32_t* word, int32_t value, StreamHandle stream, std::string* 
 // On `stream`: if (*word != expected) *flag = 1.
 bool check_word(const int32_t* word, int32_t expected, int* flag, StreamHandle stream, std::string* error);
 
-}  // namespace etrt::engine::reference::device
+}  // namespace etrt::gpufree::device

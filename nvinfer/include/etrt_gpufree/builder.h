@@ -22,11 +22,11 @@
 #include <vector>
 
 #include "common/shape.h"
-#include "engine/engine.h"
+#include "etrt_gpufree/types.h"
 
-namespace etrt::engine::reference {
+namespace etrt::gpufree {
 
-class Builder {
+class ETRT_GPUFREE_API Builder {
  public:
   // `label` names the engine in errors and keys its trace (trace.h).
   explicit Builder(std::string label);
@@ -37,6 +37,9 @@ class Builder {
   // Declares an input a TensorRT shape tensor. No op can read it; it exists so backends can be tested on
   // refusing such engines.
   Builder& mark_shape_tensor(const std::string& input);
+  // Makes getTensorLocation() report kHOST for an IO tensor (TensorRT does so for shape tensors and for some
+  // tensors it computes on the host); the data still flows like any other. Lets backends be tested on refusing it.
+  Builder& place_on_host(const std::string& tensor);
 
   // Appends an optimization profile and returns its index. Every input with a dynamic dim needs bounds on every
   // profile; fully static inputs get min = opt = max = their shape. With no profile added and every input
@@ -84,6 +87,7 @@ class Builder {
     DataType dtype;
     Shape shape;
     bool is_shape_tensor = false;
+    bool on_host = false;
   };
   struct BoundsSpec {
     int32_t profile;
@@ -117,4 +121,4 @@ class Builder {
   std::string first_error_;  // misuse seen before build(), reported by it
 };
 
-}  // namespace etrt::engine::reference
+}  // namespace etrt::gpufree

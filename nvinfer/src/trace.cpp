@@ -1,4 +1,4 @@
-#include "engine/reference/trace.h"
+#include "etrt_gpufree/trace.h"
 
 #include <atomic>
 #include <deque>
@@ -6,9 +6,9 @@
 #include <memory>
 #include <mutex>
 
-#include "engine/reference/model.h"
+#include "model.h"
 
-namespace etrt::engine::reference {
+namespace etrt::gpufree {
 
 namespace detail {
 
@@ -188,4 +188,4 @@ std::string to_string(const TraceEvent& e) {
   return s;
 }
 
-}  // namespace etrt::engine::reference
+}  // namespace etrt::gpufree

@@ -11,16 +11,20 @@
 #include <string>
 #include <vector>
 
-#include "engine/reference/model.h"
-#include "engine/reference/reference_engine.h"
-#include "engine/reference/trace.h"
+#include <NvInferRuntime.h>
 
-namespace etrt::engine::reference {
+#include "model.h"
+#include "engine_impl.h"
+#include "etrt_gpufree/trace.h"
 
-struct ReferenceEngine::State {
+namespace etrt::gpufree {
+
+struct EngineImpl::State {
   Model model;
   MemoryPlan plan;
   std::vector<int32_t> input_ordinals;  // io_index -> k, -1 for outputs
+  // Where errors go (the runtime's logger; the engine's recorder, if any, which contexts inherit).
+  ErrorSink sink;
   uint64_t id = 0;
   detail::TraceRecord* trace = nullptr;
   std::atomic<bool> tracing{true};
@@ -35,7 +39,6 @@ struct ReferenceEngine::State {
   };
   std::vector<ScratchUse> scratch_in_use;  // scratch of enqueues in progress
   int64_t live_contexts = 0;
-  EnqueueHook hook;
   // CUDA mode: the weights in device memory (by constant index) and the device they live on (-1 until then).
   // Uploaded when the first context is created, not at deserialize, so CUDA-mode bytes load -- to be inspected or
   // packed -- on machines without a GPU.
@@ -91,7 +94,7 @@ struct DeviceOrder {
 
 // A context of the engine behind `state`; `owned` is its scratch unless `user_managed`; `order` is empty in host
 // mode.
-std::unique_ptr<ExecutionContext> make_context(std::shared_ptr<ReferenceEngine::State> state, uint64_t id,
+nvinfer1::IExecutionContext* make_context(const EngineImpl& engine, std::shared_ptr<EngineImpl::State> state, uint64_t id,
                                                bool user_managed, ScratchBuffer owned, DeviceOrder order);
 
-}  // namespace etrt::engine::reference
+}  // namespace etrt::gpufree

@@ -10,10 +10,10 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/reference/device_runtime.h"
-#include "engine/reference/kernels.h"
+#include "device_runtime.h"
+#include "kernels.h"
 
-namespace etrt::engine::reference {
+namespace etrt::gpufree {
 
 namespace {
 
@@ -149,4 +149,4 @@ void CudaKernels::copy(const void* src, void* dst, uint64_t bytes) const {
   }
 }
 
-}  // namespace etrt::engine::reference
+}  // namespace etrt::gpufree

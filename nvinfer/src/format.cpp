@@ -1,8 +1,8 @@
-#include "engine/reference/format.h"
+#include "format.h"
 
 #include <cstring>
 
-namespace etrt::engine::reference {
+namespace etrt::gpufree {
 
 namespace {
 
@@ -151,7 +151,11 @@ bool decode_payload(Reader& r, Model* m) {
   for (TensorDesc& t : m->io) {
     t.name = r.str("an IO tensor name");
     t.is_input = r.u8() != 0;
-    t.is_shape_tensor = r.u8() != 0;
+    const uint8_t flags = r.u8();
+    if (r.ok() && (flags & ~uint8_t{3}) != 0)
+      return r.failed(false, "IO tensor '" + t.name + "' has unknown flags " + std::to_string(flags));
+    t.is_shape_tensor = (flags & 1) != 0;
+    t.on_host = (flags & 2) != 0;
     uint8_t dtype = r.u8();
     if (r.ok() && !valid_dtype(dtype))
       return r.failed(false, "IO tensor '" + t.name + "' has unknown dtype " + std::to_string(dtype));
@@ -237,7 +241,7 @@ std::vector<uint8_t> serialize(const Model& m) {
   for (const TensorDesc& t : m.io) {
     w.str(t.name);
     w.u8(t.is_input ? 1 : 0);
-    w.u8(t.is_shape_tensor ? 1 : 0);
+    w.u8(static_cast<uint8_t>((t.is_shape_tensor ? 1 : 0) | (t.on_host ? 2 : 0)));
     w.u8(static_cast<uint8_t>(t.dtype));
     w.shape(t.shape);
   }
@@ -312,4 +316,4 @@ bool deserialize_model(const void* data, size_t size, Model* model, std::string*
   return true;
 }
 
-}  // namespace etrt::engine::reference
+}  // namespace etrt::gpufree
