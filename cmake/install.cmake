@@ -12,6 +12,11 @@ install(TARGETS etrt EXPORT etrtTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/etrt DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# Built against the GPU-free NvInfer implementation, libetrt needs it beside itself (its soname,
+# libetrt_gpufree_nvinfer.so.0, never collides with NVIDIA's libnvinfer.so.10).
+if(TARGET etrt_gpufree_nvinfer)
+  install(TARGETS etrt_gpufree_nvinfer LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_SKIP)
+endif()
 install(EXPORT etrtTargets NAMESPACE etrt:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/etrt)
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/etrtConfig.cmake.in

@@ -274,10 +274,11 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
                          std::to_string(m.num_io() - 1)));
     const TensorDesc& t = m.io[static_cast<size_t>(io_index)];
     // Null is accepted here, as TensorRT does, for tensors that turn out empty; enqueue refuses it otherwise.
-    const size_t align = element_size(t.dtype);
-    if (reinterpret_cast<uintptr_t>(address) % align != 0)
-      return traced(fail("set_tensor_address('" + t.name + "'): address is not aligned to its " +
-                         std::to_string(align) + "-byte " + to_string(t.dtype) + " elements"));
+    // TensorRT's rule for I/O addresses: at least 256-byte alignment.
+    if (reinterpret_cast<uintptr_t>(address) % kIoAlignment != 0)
+      return traced(fail("setTensorAddress('" + t.name + "'): the address is not " + std::to_string(kIoAlignment) +
+                         "-byte aligned, as TensorRT requires of every I/O tensor address; bind aligned memory "
+                         "(cudaMalloc's) or copy through an aligned buffer"));
     data_[static_cast<size_t>(io_index)] = address;
     address_set_[static_cast<size_t>(io_index)] = true;
     return traced(nullptr);

@@ -151,11 +151,11 @@ bool decode_payload(Reader& r, Model* m) {
   for (TensorDesc& t : m->io) {
     t.name = r.str("an IO tensor name");
     t.is_input = r.u8() != 0;
-    const uint8_t flags = r.u8();
-    if (r.ok() && (flags & ~uint8_t{3}) != 0)
-      return r.failed(false, "IO tensor '" + t.name + "' has unknown flags " + std::to_string(flags));
-    t.is_shape_tensor = (flags & 1) != 0;
-    t.on_host = (flags & 2) != 0;
+    const uint8_t io_flags = r.u8();
+    if (r.ok() && (io_flags & ~uint8_t{3}) != 0)
+      return r.failed(false, "IO tensor '" + t.name + "' has unknown io_flags " + std::to_string(io_flags));
+    t.is_shape_tensor = (io_flags & 1) != 0;
+    t.on_host = (io_flags & 2) != 0;
     uint8_t dtype = r.u8();
     if (r.ok() && !valid_dtype(dtype))
       return r.failed(false, "IO tensor '" + t.name + "' has unknown dtype " + std::to_string(dtype));
@@ -288,7 +288,10 @@ std::vector<uint8_t> serialize(const Model& m) {
 bool deserialize_model(const void* data, size_t size, Model* model, std::string* error) {
   if (data == nullptr && size > 0) return fail(error, "no engine bytes (null pointer)");
   const auto* bytes = static_cast<const uint8_t*>(data);
-  if (!is_reference_engine(data, size)) return fail(error, "the bytes do not start with the magic 'ETRF'");
+  if (!is_reference_engine(data, size))
+    return fail(error, "these bytes are not an engine of the GPU-free NvInfer implementation (they do not start with "
+                       "its magic 'ETRF'); a TensorRT plan runs on NVIDIA's TensorRT: rebuild etrt with "
+                       "-DTENSORRT_ROOT=<TensorRT installation> -DETRT_WITH_CUDA=ON");
   if (size < kHeaderSize)
     return fail(error,
                 "truncated: " + std::to_string(size) + " bytes, the header alone is " + std::to_string(kHeaderSize));

@@ -85,6 +85,8 @@ inline constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 40;
 inline constexpr int64_t kMaxSwitchCostNs = 10'000'000'000;  // 10 s
 // Scratch memory and every intermediate inside it are aligned like cudaMalloc's.
 inline constexpr uint64_t kScratchAlignment = 256;
+// What setTensorAddress requires of I/O addresses (TensorRT's documented rule).
+inline constexpr uint64_t kIoAlignment = 256;
 
 // Where each intermediate lives inside a context's scratch memory.
 struct MemoryPlan {

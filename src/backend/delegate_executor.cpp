@@ -136,10 +136,20 @@ Error set_shapes_and_infer_outputs(DelegateState& state, engine::ExecutionContex
     const Tensor& out = *state.arg_tensors[n_in + o];
     if (state.output_capacity[o] < 0) state.output_capacity[o] = static_cast<int64_t>(out.numel());
     Shape& inferred = cache.output_shapes[o];
-    if (!context.tensor_shape(slot.engine_index, &inferred) || inferred.numel() < 0) {
+    if (!context.tensor_shape(slot.engine_index, &inferred)) {
       report_error(state.name, "the engine could not infer the shape of output '%s' under profile %d: %s",
                    slot.name.c_str(), profile, context.last_error());
       return Error::Internal;
+    }
+    for (int32_t d = 0; d < inferred.rank; ++d) {
+      if (inferred.d[d] >= 0) continue;
+      char text[128];
+      report_error(state.name,
+                   "output '%s' has shape %s under profile %d after every input shape was set: dimension %d depends "
+                   "on the input values (a data-dependent shape), which etrt cannot size before running; rebuild "
+                   "the engine with an output shape the input shapes determine (e.g. pad to an upper bound)",
+                   slot.name.c_str(), format_shape(inferred, text), profile, d);
+      return Error::NotSupported;
     }
     if (inferred.numel() > state.output_capacity[o]) {
       char text[128];

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "backend/host_staging.h"
 #include "backend/signature_check.h"
 #include "blob/blob.h"
 #include "engine/tensorrt/tensorrt_engine.h"
@@ -151,20 +152,23 @@ bool plan_output_staging(DelegateState* state, engine::StreamHandle stream, std:
       b = std::max(b, bytes_of(shape, state->outputs[o].dtype));
     }
     // The probe's switch may still be running on the load stream; a context is never destroyed with work in flight.
-    if (probe && !finish_load_work(error)) return false;
+    if (probe && state->engine->memory_kind() == engine::MemoryKind::kDevice && !finish_load_work(error)) return false;
   }
   return true;
 }
 
-// Device engines: staging buffers for every argument and the in-flight event, on the current (the blob's) device.
-bool prepare_device(DelegateState* state, int device_id, engine::StreamHandle stream, std::string* error) {
+// Staging buffers for every argument (device engines: device memory, and the in-flight event, on the current --
+// the blob's -- device; host engines: host memory, used only for tensors TensorRT's alignment rule refuses).
+bool prepare_staging(DelegateState* state, bool on_device, int device_id, engine::StreamHandle stream,
+                     std::string* error) {
   std::vector<size_t> bytes(state->inputs.size() + state->outputs.size(), 0);
   for (size_t i = 0; i < state->inputs.size(); ++i)
     for (int32_t p = 0; p < state->table.num_profiles(); ++p)
       bytes[i] =
           std::max(bytes[i], bytes_of(state->table.bounds(p, static_cast<int32_t>(i)).max, state->inputs[i].dtype));
-  return plan_output_staging(state, stream, &bytes, error) &&
-         prepare_device_state(&state->device, device_id, bytes, error);
+  if (!plan_output_staging(state, stream, &bytes, error)) return false;
+  return on_device ? prepare_device_state(&state->device, device_id, bytes, error)
+                   : prepare_host_staging(&state->device, bytes, error);
 }
 
 }  // namespace
@@ -200,7 +204,8 @@ bool load_delegate(const void* data, size_t size, DelegateState* state, std::str
       (!parsed.metadata.profile_signature ||
        check_signature(*parsed.metadata.profile_signature, state->table, error)) &&
       create_contexts(state, stream, error) &&
-      (!on_device || (prepare_device(state, static_cast<int>(device_id), stream, error) && finish_load_work(error)));
+      prepare_staging(state, on_device, static_cast<int>(device_id), stream, error) &&
+      (!on_device || finish_load_work(error));
   if (!loaded) {
     // Whatever the failed load put on the load stream is finished before the caller destroys the state.
     std::string ignored;

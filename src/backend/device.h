@@ -150,6 +150,8 @@ class DeviceCall {
   bool issued_ = false;
   // Host memory that the stream still reads or writes after the calls return: wait before returning.
   bool host_memory_in_flight_ = false;
+  // The caller handed over its stream (CudaStreamGuard); without one, end() waits for the execution's work.
+  bool caller_stream_ = false;
 };
 
 }  // namespace etrt::backend

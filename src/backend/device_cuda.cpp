@@ -4,6 +4,7 @@
 // state_.device first.
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 
@@ -11,6 +12,7 @@
 
 #include "backend/device.h"
 #include "backend/diagnostics.h"
+#include "backend/host_staging.h"
 #include "etrt/stream_guard.h"
 
 namespace etrt::backend {
@@ -196,6 +198,7 @@ Error DeviceCall::begin() {
   }
   const std::optional<void*> caller = current_cuda_stream();
   cudaStream_t stream = caller ? static_cast<cudaStream_t>(*caller) : cudaStreamPerThread;
+  caller_stream_ = caller.has_value();
   if (!is_special_stream(stream)) {
     int stream_device = -1;
     const cudaError_t status = cudaStreamGetDevice(stream, &stream_device);
@@ -230,10 +233,7 @@ Error DeviceCall::begin() {
 bool DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name, void** address) {
   const char* role = is_input ? "input" : "output";
   void* data = tensor.mutable_data_ptr();
-  if (!state_.device) {
-    *address = data;
-    return true;
-  }
+  if (!state_.device) return bind_host(state_, delegate_, k, tensor, is_input, name, address);
   state_.staged[k] = 0;
   const size_t bytes = tensor.nbytes();
   int device = -1;
@@ -246,8 +246,11 @@ bool DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input,
                    role, name, device, state_.device_id, state_.device_id);
       return false;
     }
-    *address = data;
-    return true;
+    if (reinterpret_cast<uintptr_t>(data) % engine::kIoAddressAlignment == 0) {
+      *address = data;
+      return true;
+    }
+    // Device memory TensorRT would refuse for its alignment (ExecuTorch plans 16 bytes): staged on the device.
   }
   DeviceBuffer& staging = state_.staging[k];
   if (bytes > staging.size()) {
@@ -269,7 +272,8 @@ bool DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input,
   if (is_input && bytes > 0) {
     // From pageable memory the copy has read the tensor by the time it returns; from pinned memory it runs later,
     // so end() must wait before the caller may touch the tensor again.
-    const cudaError_t status = cudaMemcpyAsync(staging.data(), data, bytes, cudaMemcpyHostToDevice, as_stream(stream_));
+    // cudaMemcpyDefault: from host memory, or from misaligned device memory.
+    const cudaError_t status = cudaMemcpyAsync(staging.data(), data, bytes, cudaMemcpyDefault, as_stream(stream_));
     issued_ = true;
     if (placement == Placement::kPinnedHost) host_memory_in_flight_ = true;
     if (status != cudaSuccess) {
@@ -282,7 +286,10 @@ bool DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input,
 }
 
 bool DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count) {
-  if (!state_.device) return true;
+  if (!state_.device) {
+    copy_back_host(state_, tensors, first_output, count);
+    return true;
+  }
   for (size_t k = first_output; k < first_output + count; ++k) {
     if (state_.staged[k] == 0) continue;
     executorch::aten::Tensor& t = *tensors[k];
@@ -291,7 +298,7 @@ bool DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, siz
     // ExecuTorch's caller reads host outputs as soon as execute() returns: end() waits for these copies.
     host_memory_in_flight_ = true;
     const cudaError_t status = cudaMemcpyAsync(t.mutable_data_ptr(), state_.staging[k].data(), bytes,
-                                               cudaMemcpyDeviceToHost, as_stream(stream_));
+                                               cudaMemcpyDefault, as_stream(stream_));
     if (status != cudaSuccess) {
       report_error(delegate_, "copying output %zu (%zu bytes) back to the host failed: %s", k - first_output, bytes,
                    cuda_text(status).c_str());
@@ -309,7 +316,10 @@ Error DeviceCall::end(Error status) {
   if (cuda == cudaSuccess) {
     state_.in_flight_recorded = true;
     state_.in_flight_stream = stream_;
-    if (host_memory_in_flight_) cuda = cudaEventSynchronize(as_event(state_.in_flight_event));
+    // Without a caller stream nobody else can order work after ours -- another delegate reading these outputs
+    // runs on a stream of its own -- so, like the released upstream delegate, the execution finishes before
+    // returning. With a caller stream the caller owns the order; we wait only while host memory is in use.
+    if (host_memory_in_flight_ || !caller_stream_) cuda = cudaEventSynchronize(as_event(state_.in_flight_event));
   }
   if (cuda != cudaSuccess) {
     // A kernel fault surfaces here; the CUDA context is then unusable, and saying so beats a later mystery.

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "backend/device.h"
+#include "backend/host_staging.h"
 
 namespace etrt::backend {
 
@@ -62,14 +63,12 @@ void wait_for_in_flight(DeviceState& /*state*/) {}
 
 executorch::runtime::Error DeviceCall::begin() { return executorch::runtime::Error::Ok; }
 
-bool DeviceCall::bind(size_t /*k*/, executorch::aten::Tensor& tensor, bool /*is_input*/, const char* /*name*/,
-                      void** address) {
-  *address = tensor.mutable_data_ptr();
-  return true;
+bool DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name, void** address) {
+  return bind_host(state_, delegate_, k, tensor, is_input, name, address);
 }
 
-bool DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* /*tensors*/, size_t /*first_output*/,
-                                   size_t /*count*/) {
+bool DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count) {
+  copy_back_host(state_, tensors, first_output, count);
   return true;
 }
 

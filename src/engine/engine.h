@@ -57,6 +57,11 @@ struct TensorDesc {
   bool is_shape_tensor = false;    // TensorRT shape-inference IO; etrt refuses these
 };
 
+// TensorRT requires every I/O tensor address to be aligned to this many bytes
+// (IExecutionContext::setTensorAddress); the backend binds aligned memory in
+// place and stages the rest.
+inline constexpr size_t kIoAddressAlignment = 256;
+
 // Where the engine's tensors live. Host: plain pointers the CPU can touch.
 // Device: CUDA device pointers (the backend stages host tensors).
 enum class MemoryKind : uint8_t { kHost, kDevice };

@@ -1,0 +1,56 @@
+#include "backend/host_staging.h"
+
+#include <cstdint>
+#include <cstring>
+
+#include "backend/diagnostics.h"
+#include "engine/engine.h"
+
+namespace etrt::backend {
+
+bool prepare_host_staging(DeviceState* state, const std::vector<size_t>& staging_bytes, std::string* error) {
+  state->staging.clear();
+  state->staging.reserve(staging_bytes.size());
+  for (size_t k = 0; k < staging_bytes.size(); ++k) {
+    state->staging.emplace_back();
+    if (!state->staging.back().allocate(engine::MemoryKind::kHost, staging_bytes[k], error)) {
+      *error = "staging buffer for delegate argument " + std::to_string(k) + ": " + *error;
+      return false;
+    }
+  }
+  state->staged.assign(staging_bytes.size(), 0);
+  return true;
+}
+
+bool bind_host(DeviceState& state, const char* delegate, size_t k, executorch::aten::Tensor& tensor, bool is_input,
+               const char* name, void** address) {
+  void* data = tensor.mutable_data_ptr();
+  state.staged[k] = 0;
+  if (reinterpret_cast<uintptr_t>(data) % engine::kIoAddressAlignment == 0) {
+    *address = data;
+    return true;
+  }
+  const size_t bytes = tensor.nbytes();
+  DeviceBuffer& staging = state.staging[k];
+  if (bytes > staging.size()) {
+    report_error(delegate,
+                 "%s '%s' needs %zu bytes, more than the %zu bytes etrt staged for it at load (its size at every "
+                 "profile's largest input shapes); pass it in %zu-byte-aligned memory, which is bound in place",
+                 is_input ? "input" : "output", name, bytes, staging.size(), engine::kIoAddressAlignment);
+    return false;
+  }
+  if (is_input && bytes > 0) std::memcpy(staging.data(), data, bytes);
+  state.staged[k] = 1;
+  *address = staging.data();
+  return true;
+}
+
+void copy_back_host(DeviceState& state, executorch::aten::Tensor* const* tensors, size_t first_output, size_t count) {
+  for (size_t k = first_output; k < first_output + count; ++k) {
+    if (state.staged[k] == 0) continue;
+    executorch::aten::Tensor& t = *tensors[k];
+    if (t.nbytes() > 0) std::memcpy(t.mutable_data_ptr(), state.staging[k].data(), t.nbytes());
+  }
+}
+
+}  // namespace etrt::backend
