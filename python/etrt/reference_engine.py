@@ -17,7 +17,7 @@ docs/reference-engine.md); little-endian throughout::
       u8   flags                  bit 0: tracing on
       i64  switch cost, ns
       u64  requested device memory, bytes
-      u32  IO count,           then per tensor: str name, u8 is_input, u8 is_shape_tensor, u8 dtype, shape
+      u32  IO count,           then per tensor: str name, u8 is_input, u8 flags (bit 0 shape tensor, bit 1 on host), u8 dtype, shape
       u32  constant count,     then per constant: str name, shape, u64 value count, f32 values
       u32  intermediate count, then per tensor: str name, u8 dtype
       u32  profile count,      then per profile, per input in IO order: shape min, shape opt, shape max
@@ -217,7 +217,10 @@ def read_reference_engine(data: bytes) -> ReferenceEngine:
     for _ in range(r.count(4 + 3 + 1, "IO tensor")):
         name = r.string("an IO tensor name")
         is_input = r.unpack("B", "is_input") != 0
-        is_shape = r.unpack("B", "is_shape_tensor") != 0
+        io_flags = r.unpack("B", "the IO flags")
+        if io_flags & ~3:
+            raise ReferenceEngineError(f"reference engine: IO tensor {name!r} has unknown flags {io_flags}")
+        is_shape = bool(io_flags & 1)
         dtype = r.unpack("B", "a dtype")
         if dtype >= len(DTYPES):
             raise ReferenceEngineError(f"reference engine: IO tensor '{name}' has unknown dtype {dtype}")

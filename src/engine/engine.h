@@ -1,8 +1,9 @@
 #pragma once
-// The engine seam: the narrow interface the backend uses to drive an engine.
-// Two implementations honour it: TensorRT (src/engine/tensorrt, built when
-// TensorRT is found) and the reference engine (src/engine/reference), which
-// runs everywhere and holds the backend to TensorRT's contract:
+// The engine seam: the narrow interface the backend uses to drive an engine,
+// so the ExecuTorch glue never includes NvInfer. One implementation: the
+// TensorRT adapter (src/engine/tensorrt), built against NVIDIA's TensorRT or
+// the project's GPU-free NvInfer implementation (nvinfer/), which holds the
+// backend to TensorRT's contract:
 //
 //  * an engine has >= 1 profile; a new context starts on profile 0;
 //  * set_optimization_profile(p, stream) must precede set_input_shape for

@@ -1,6 +1,8 @@
-// With tracing off, the calls a backend makes on every execution allocate
-// nothing, so the reference engine does not spoil etrt's zero-allocation
-// measurements. Counts global operator new calls on this thread.
+// With tracing off, the calls a backend makes on every execution -- through
+// etrt's TensorRT adapter into the GPU-free NvInfer implementation -- allocate
+// nothing, so neither spoils etrt's zero-allocation measurements. Counts
+// global operator new calls on this thread (the shared library's included:
+// the executable's replacement operator new interposes on its calls too).
 
 #include <gtest/gtest.h>
 
@@ -19,20 +21,32 @@ void* operator new(size_t size) {
   throw std::bad_alloc();
 }
 void* operator new[](size_t size) { return ::operator new(size); }
+// The nothrow forms too (the GPU-free library allocates with them): left to the runtime's (or AddressSanitizer's)
+// own, they would hand out memory the replaced operator delete below frees with std::free.
+void* operator new(size_t size, const std::nothrow_t&) noexcept {
+  ++g_allocations;
+  return std::malloc(size == 0 ? 1 : size);
+}
+void* operator new[](size_t size, const std::nothrow_t& tag) noexcept { return ::operator new(size, tag); }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
 void operator delete[](void* p, size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace etrt::gpufree::testing {
 namespace {
 
 TEST(ReferenceAllocation, TheExecutionPathDoesNotAllocateWithTracingOff) {
-  std::unique_ptr<ReferenceEngine> engine = load_llm(test_label());
-  engine->set_tracing(false);
+  Builder b = llm_builder(test_label());
+  b.set_tracing(false);
+  std::unique_ptr<Engine> engine = load(build_or_fail(b));
+  ASSERT_NE(engine, nullptr);
   std::unique_ptr<ExecutionContext> context = engine->create_context({});
-  std::vector<int64_t> prompt = {1, 2, 3}, token = {4};
-  std::vector<float> logits(kMaxPrefill * kLogits);
+  ASSERT_NE(context, nullptr) << engine->last_error();
+  AlignedVector<int64_t> prompt = {1, 2, 3}, token = {4};
+  AlignedVector<float> logits(kMaxPrefill * kLogits);
   Shape shape;
 
   const int64_t before = g_allocations;
@@ -50,6 +64,18 @@ TEST(ReferenceAllocation, TheExecutionPathDoesNotAllocateWithTracingOff) {
   }
   EXPECT_EQ(g_allocations - before, 0);
   EXPECT_FLOAT_EQ(logits[0], 41.75f);
+  EXPECT_EQ(shape, make_shape({1, 1, 3}));
+}
+
+TEST(ReferenceAllocation, TheCounterSeesAllocationsInsideTheLibrary) {
+  // Guards the test above against counting nothing: the GPU-free library is a shared library, and its allocations
+  // count only because the replacement operator new above interposes on its calls. Builder::build allocates there.
+  const Builder b = llm_builder(test_label());
+  std::string error;
+  const int64_t before = g_allocations;
+  const std::vector<uint8_t> bytes = b.build(&error);
+  EXPECT_GT(g_allocations - before, 0);
+  EXPECT_FALSE(bytes.empty()) << error;
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/reference/format.h"
+#include "format.h"
 #include "reference_fixtures.h"
 
 namespace etrt::gpufree::testing {
@@ -17,19 +17,20 @@ std::string build_error(const Builder& b) {
 }
 
 TEST(ReferenceBuilder, RoundTripPreservesIoProfilesAndOptions) {
-  Builder b = llm_builder(test_label());
-  b.set_switch_cost_ns(1234).set_device_memory_size(1 << 20).set_tracing(false);
-  std::unique_ptr<ReferenceEngine> engine = load(build_or_fail(b));
+  const std::string label = test_label();
+  Builder b = llm_builder(label);
+  b.set_switch_cost_ns(1234).set_device_memory_size(1 << 20);
+  std::unique_ptr<Engine> engine = load(build_or_fail(b));
   ASSERT_NE(engine, nullptr);
 
-  EXPECT_EQ(engine->label(), test_label());
   ASSERT_EQ(engine->num_io_tensors(), 2);
   EXPECT_EQ(engine->io_tensor(0).name, "ids");
   EXPECT_TRUE(engine->io_tensor(0).is_input);
-  EXPECT_EQ(engine->io_tensor(0).dtype, DataType::kInt64);
+  EXPECT_EQ(engine->io_tensor(0).dtype, engine::DataType::kInt64);
   EXPECT_EQ(engine->io_tensor(0).shape, make_shape({1, -1}));
   EXPECT_EQ(engine->io_tensor(1).name, "logits");
   EXPECT_FALSE(engine->io_tensor(1).is_input);
+  EXPECT_EQ(engine->io_tensor(1).dtype, engine::DataType::kFloat32);
   EXPECT_EQ(engine->io_tensor(1).shape, make_shape({1, -1, 3}));
 
   ASSERT_EQ(engine->num_profiles(), 2);
@@ -43,10 +44,39 @@ TEST(ReferenceBuilder, RoundTripPreservesIoProfilesAndOptions) {
   EXPECT_FALSE(engine->profile_shape(kDecode, 1, &min, &opt, &max)) << "outputs have no profile bounds";
   EXPECT_FALSE(engine->profile_shape(2, 0, &min, &opt, &max));
 
-  EXPECT_EQ(engine->switch_cost_ns(), 1234);
   EXPECT_EQ(engine->device_memory_size(), size_t{1} << 20);
-  EXPECT_FALSE(engine->tracing());
-  EXPECT_EQ(engine->memory_kind(), MemoryKind::kHost);
+  EXPECT_EQ(engine->memory_kind(), engine::MemoryKind::kHost);
+
+  // The label and the switch cost are not part of the seam: they show in the trace, which is filed under the label.
+  std::vector<TraceEvent> loads = events_of(label, TraceKind::kLoadEngine);
+  ASSERT_EQ(loads.size(), 1u) << dump(label);
+  EXPECT_EQ(loads[0].size, uint64_t{1} << 20);
+  std::unique_ptr<ExecutionContext> context = engine->create_context({});
+  ASSERT_NE(context, nullptr) << engine->last_error();
+  ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr)) << context->last_error();
+  std::vector<TraceEvent> switches = events_of(label, TraceKind::kSetOptimizationProfile);
+  ASSERT_EQ(switches.size(), 1u) << dump(label);
+  EXPECT_EQ(switches[0].switch_cost_ns, 1234);
+  EXPECT_EQ(switches[0].engine_id, loads[0].engine_id);
+  clear_trace(label);
+}
+
+TEST(ReferenceBuilder, RoundTripPreservesTheTracingFlag) {
+  const std::string label = test_label();
+  Builder b = llm_builder(label);
+  b.set_tracing(false);
+  std::unique_ptr<Engine> quiet = load(build_or_fail(b));
+  ASSERT_NE(quiet, nullptr);
+  std::unique_ptr<ExecutionContext> context = quiet->create_context({});
+  ASSERT_NE(context, nullptr) << quiet->last_error();
+  ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
+  EXPECT_TRUE(trace_events(label).empty()) << dump(label);
+
+  b.set_tracing(true);
+  std::unique_ptr<Engine> loud = load(build_or_fail(b));
+  ASSERT_NE(loud, nullptr);
+  EXPECT_EQ(events_of(label, TraceKind::kLoadEngine).size(), 1u) << dump(label);
+  clear_trace(label);
 }
 
 TEST(ReferenceBuilder, BuildIsDeterministic) {
@@ -66,26 +96,14 @@ TEST(ReferenceBuilder, FullyStaticEngineGetsOneImplicitProfile) {
   b.add_input("x", DataType::kFloat32, make_shape({2, 3}))
       .add_output("y", DataType::kFloat32, make_shape({2, 3}))
       .identity("x", "y");
-  std::unique_ptr<ReferenceEngine> engine = load(build_or_fail(b));
+  std::unique_ptr<Engine> engine = load(build_or_fail(b));
   ASSERT_NE(engine, nullptr);
   ASSERT_EQ(engine->num_profiles(), 1);
   Shape min, opt, max;
   ASSERT_TRUE(engine->profile_shape(0, 0, &min, &opt, &max));
   EXPECT_EQ(min, make_shape({2, 3}));
+  EXPECT_EQ(opt, make_shape({2, 3}));
   EXPECT_EQ(max, make_shape({2, 3}));
-}
-
-TEST(ReferenceBuilder, ShapeTensorInputIsDescribedAsSuch) {
-  Builder b(test_label());
-  b.add_input("x", DataType::kFloat32, make_shape({2}))
-      .add_input("shape", DataType::kInt64, make_shape({2}))
-      .mark_shape_tensor("shape")
-      .add_output("y", DataType::kFloat32, make_shape({2}))
-      .identity("x", "y");
-  std::unique_ptr<ReferenceEngine> engine = load(build_or_fail(b));
-  ASSERT_NE(engine, nullptr);
-  EXPECT_FALSE(engine->io_tensor(0).is_shape_tensor);
-  EXPECT_TRUE(engine->io_tensor(1).is_shape_tensor);
 }
 
 TEST(ReferenceBuilder, RefusesDynamicInputWithoutProfile) {

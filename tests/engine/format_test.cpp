@@ -1,7 +1,9 @@
 // Malformed engine bytes: refused with a clear error, never a crash or an
 // out-of-bounds read (run under AddressSanitizer to hold the second half).
+// Loaded through etrt's TensorRT adapter, which passes the GPU-free NvInfer
+// implementation's reason on in its own message.
 
-#include "engine/reference/format.h"
+#include "format.h"
 
 #include <gtest/gtest.h>
 
@@ -12,11 +14,8 @@
 namespace etrt::gpufree::testing {
 namespace {
 
-std::string load_error(const std::vector<uint8_t>& bytes) {
-  std::string error;
-  std::unique_ptr<ReferenceEngine> engine = deserialize(bytes.data(), bytes.size(), &error);
-  EXPECT_EQ(engine, nullptr);
-  return error;
+std::unique_ptr<Engine> deserialize(const void* data, size_t size, std::string* error) {
+  return engine::tensorrt::deserialize(data, size, 0, error);
 }
 
 void put_u32(std::vector<uint8_t>& bytes, size_t at, uint32_t v) {
@@ -34,11 +33,13 @@ void reseal(std::vector<uint8_t>& bytes) {
 // Engines that (validly) ask for more than kExerciseLimit bytes of scratch or IO are only loaded, not run.
 constexpr size_t kExerciseLimit = size_t{64} << 20;
 
-void exercise(ReferenceEngine& engine) {
+void exercise(Engine& engine) {
   if (engine.device_memory_size() > kExerciseLimit) return;
+  // A CUDA-mode engine's contexts need a GPU (and a CUDA build).
+  if (engine.memory_kind() != engine::MemoryKind::kHost) return;
   std::unique_ptr<ExecutionContext> context = engine.create_context({});
   ASSERT_NE(context, nullptr) << engine.last_error();
-  std::vector<std::vector<uint64_t>> buffers(static_cast<size_t>(engine.num_io_tensors()));
+  std::vector<std::unique_ptr<AlignedBuffer>> buffers(static_cast<size_t>(engine.num_io_tensors()));
   for (int32_t i = 0; i < engine.num_io_tensors(); ++i) {
     if (!engine.io_tensor(i).is_input) continue;
     Shape min;
@@ -50,8 +51,10 @@ void exercise(ReferenceEngine& engine) {
     if (!context->tensor_shape(i, &shape)) return;  // inconsistent at these shapes: a clean refusal
     const size_t bytes = static_cast<size_t>(shape.numel()) * element_size(engine.io_tensor(i).dtype);
     if (bytes > kExerciseLimit) return;
-    buffers[static_cast<size_t>(i)].assign(bytes / 8 + 1, 0);  // zeros are valid ids
-    ASSERT_TRUE(context->set_tensor_address(i, buffers[static_cast<size_t>(i)].data()));
+    auto& buffer = buffers[static_cast<size_t>(i)];
+    buffer = std::make_unique<AlignedBuffer>(bytes + 8);
+    std::memset(buffer->data, 0, buffer->size);  // zeros are valid ids
+    ASSERT_TRUE(context->set_tensor_address(i, buffer->data)) << context->last_error();
   }
   context->enqueue(nullptr);
 }
@@ -97,7 +100,7 @@ TEST(ReferenceFormat, FlippedPayloadBytesNeverCrashTheDecoderOrTheEngine) {
       damaged[i] ^= mask;
       reseal(damaged);
       std::string error;
-      std::unique_ptr<ReferenceEngine> engine = deserialize(damaged.data(), damaged.size(), &error);
+      std::unique_ptr<Engine> engine = deserialize(damaged.data(), damaged.size(), &error);
       if (engine == nullptr) {
         EXPECT_FALSE(error.empty()) << "byte " << i;
         ++refused;
@@ -157,11 +160,25 @@ TEST(ReferenceFormat, NonReferenceBytesAndNullAreRefused) {
   std::string error;
   EXPECT_EQ(deserialize(nullptr, 0, &error), nullptr);
   EXPECT_FALSE(error.empty());
+  error.clear();
   EXPECT_EQ(deserialize(nullptr, 16, &error), nullptr);
+  EXPECT_FALSE(error.empty());
   const uint8_t plan[] = {'f', 't', 'r', 't', 0, 0, 0, 0};
   EXPECT_EQ(deserialize(plan, sizeof(plan), &error), nullptr);
-  EXPECT_NE(error.find("magic 'ETRF'"), std::string::npos);
+  EXPECT_NE(error.find("magic 'ETRF'"), std::string::npos) << error;
   EXPECT_EQ(deserialize(plan, sizeof(plan), nullptr), nullptr) << "error may be null";
+  const uint8_t short_magic[] = {'E', 'T', 'R'};
+  EXPECT_EQ(deserialize(short_magic, sizeof(short_magic), &error), nullptr);
+  EXPECT_NE(error.find("magic 'ETRF'"), std::string::npos) << error;
+}
+
+TEST(ReferenceFormat, TheAdapterPassesTheDecodersReasonOn) {
+  std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
+  bytes[bytes.size() - 1] ^= 0x10;
+  const std::string error = load_error(bytes);
+  const std::string prefix = "TensorRT could not deserialize the engine (" + std::to_string(bytes.size()) + " bytes)";
+  EXPECT_EQ(error.rfind(prefix, 0), 0u) << error;
+  EXPECT_NE(error.find(": deserializeCudaEngine: reference engine: checksum mismatch"), std::string::npos) << error;
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // Scratch ("device") memory: what the engine asks for, that it really uses it,
-// and the rules for contexts whose memory the caller manages.
+// and the rules for contexts whose memory the caller manages -- some enforced
+// by etrt's TensorRT adapter before NvInfer is called (too small, none at all),
+// the rest by the GPU-free implementation's setDeviceMemoryV2 and enqueueV3.
 
 #include <gtest/gtest.h>
 
@@ -7,15 +9,15 @@
 #include <cstring>
 #include <thread>
 
+#include "etrt_gpufree/faults.h"
+
 #include "reference_fixtures.h"
 
 namespace etrt::gpufree::testing {
 namespace {
 
-bool has(const char* text, const std::string& part) { return std::string(text).find(part) != std::string::npos; }
-
 TEST(ReferenceMemory, DeviceMemorySizeCoversEveryIntermediateAtTheLargestProfile) {
-  std::unique_ptr<ReferenceEngine> engine = load_llm(test_label());
+  std::unique_ptr<Engine> engine = load_llm(test_label());
   // embedded and biased are [1, 8, 4] floats (128 bytes), projected [1, 8, 3] (96 bytes): each rounded to 256.
   EXPECT_EQ(engine->device_memory_size(), 3u * 256u);
 }
@@ -32,10 +34,11 @@ TEST(ReferenceMemory, EngineWithoutIntermediatesNeedsNoScratch) {
   Builder b(test_label());
   b.add_input("x", DataType::kFloat32, make_shape({2})).add_output("y", DataType::kFloat32, make_shape({2}));
   b.scale("x", 3.0f, "y");
-  std::unique_ptr<ReferenceEngine> engine = load(build_or_fail(b));
+  std::unique_ptr<Engine> engine = load(build_or_fail(b));
   EXPECT_EQ(engine->device_memory_size(), 0u);
   std::unique_ptr<ExecutionContext> context = engine->create_context({/*user_managed_memory=*/true});
-  float x[2] = {1, 2}, y[2] = {};
+  alignas(256) float x[2] = {1, 2};
+  alignas(256) float y[2] = {};
   ASSERT_TRUE(context->set_input_shape(0, make_shape({2})));
   ASSERT_TRUE(context->set_tensor_address(0, x) && context->set_tensor_address(1, y));
   ASSERT_TRUE(context->set_device_memory(nullptr, 0)) << context->last_error();
@@ -44,62 +47,84 @@ TEST(ReferenceMemory, EngineWithoutIntermediatesNeedsNoScratch) {
 }
 
 TEST(ReferenceMemory, EngineOwnedContextRunsWithoutDeviceMemoryAndRefusesSome) {
-  std::unique_ptr<ReferenceEngine> engine = load_llm(test_label());
+  std::unique_ptr<Engine> engine = load_llm(test_label());
   std::unique_ptr<ExecutionContext> context = engine->create_context({});
   AlignedBuffer scratch(engine->device_memory_size());
   EXPECT_FALSE(context->set_device_memory(scratch.data, scratch.size));
-  EXPECT_TRUE(has(context->last_error(), "this context owns its scratch memory")) << context->last_error();
-  std::vector<int64_t> ids = {3};
-  std::vector<float> logits;
+  EXPECT_TRUE(has(context->last_error(), "set_device_memory on a context TensorRT allocates for itself"))
+      << context->last_error();
+  EXPECT_TRUE(has(context->last_error(), "user_managed_memory = true")) << context->last_error();
+  EXPECT_TRUE(events_of(test_label(), TraceKind::kSetDeviceMemory).empty()) << "refused before setDeviceMemoryV2";
+  AlignedVector<int64_t> ids = {3};
+  AlignedVector<float> logits;
   EXPECT_TRUE(run_llm(*context, ids, &logits)) << context->last_error();
+  EXPECT_EQ(logits, expected_logits(ids));
 }
 
 TEST(ReferenceMemory, UserManagedContextCannotEnqueueWithoutDeviceMemory) {
   const std::string label = test_label();
-  std::unique_ptr<ReferenceEngine> engine = load_llm(label);
+  std::unique_ptr<Engine> engine = load_llm(label);
   std::unique_ptr<ExecutionContext> context = engine->create_context({/*user_managed_memory=*/true});
-  std::vector<int64_t> ids = {3};
-  std::vector<float> logits;
+  AlignedVector<int64_t> ids = {3};
+  AlignedVector<float> logits;
   EXPECT_FALSE(run_llm(*context, ids, &logits));
-  EXPECT_TRUE(has(context->last_error(), "user-managed memory and has none; call set_device_memory with at least 768"))
+  EXPECT_TRUE(
+      has(context->last_error(), "enqueue before set_device_memory on a context created with user-managed memory"))
       << context->last_error();
-  EXPECT_FALSE(trace_events(label).back().ok);
-  EXPECT_EQ(trace_events(label).back().kind, TraceKind::kEnqueue);
+  EXPECT_EQ(trace_counters(label).enqueues + trace_counters(label).failed_enqueues, 0)
+      << "the adapter refuses before enqueueV3\n"
+      << dump(label);
+  EXPECT_EQ(logits, AlignedVector<float>(kLogits, -99.0f)) << "nothing ran";
 }
 
 TEST(ReferenceMemory, DeviceMemorySmallerThanTheEngineNeedsIsRefused) {
   const std::string label = test_label();
-  std::unique_ptr<ReferenceEngine> engine = load_llm(label);
+  std::unique_ptr<Engine> engine = load_llm(label);
   std::unique_ptr<ExecutionContext> context = engine->create_context({/*user_managed_memory=*/true});
   AlignedBuffer scratch(engine->device_memory_size());
   EXPECT_FALSE(context->set_device_memory(scratch.data, scratch.size - 1));
-  EXPECT_TRUE(has(context->last_error(), "needs 768 bytes (device_memory_size())")) << context->last_error();
-  const TraceEvent last = trace_events(label).back();
-  EXPECT_EQ(last.kind, TraceKind::kSetDeviceMemory);
-  EXPECT_FALSE(last.ok);
-  EXPECT_EQ(last.size, scratch.size - 1);
-  std::vector<int64_t> ids = {3};
-  std::vector<float> logits;
+  EXPECT_TRUE(has(context->last_error(), "scratch memory of 767 bytes")) << context->last_error();
+  EXPECT_TRUE(has(context->last_error(), "the engine needs 768 bytes (getDeviceMemorySizeV2)"))
+      << context->last_error();
+  EXPECT_TRUE(events_of(label, TraceKind::kSetDeviceMemory).empty()) << "refused before setDeviceMemoryV2";
+  AlignedVector<int64_t> ids = {3};
+  AlignedVector<float> logits;
   EXPECT_FALSE(run_llm(*context, ids, &logits)) << "the refused memory must not have been taken";
+  EXPECT_TRUE(has(context->last_error(), "enqueue before set_device_memory")) << context->last_error();
+  ASSERT_TRUE(context->set_device_memory(scratch.data, scratch.size)) << context->last_error();
+  EXPECT_TRUE(run_llm(*context, ids, &logits)) << context->last_error();
+  EXPECT_EQ(logits, expected_logits(ids));
 }
 
 TEST(ReferenceMemory, MisalignedDeviceMemoryIsRefused) {
-  std::unique_ptr<ReferenceEngine> engine = load_llm(test_label());
+  const std::string label = test_label();
+  std::unique_ptr<Engine> engine = load_llm(label);
   std::unique_ptr<ExecutionContext> context = engine->create_context({/*user_managed_memory=*/true});
   AlignedBuffer scratch(engine->device_memory_size() + 16);
   EXPECT_FALSE(context->set_device_memory(scratch.data + 16, engine->device_memory_size()));
+  EXPECT_TRUE(has(context->last_error(), "setDeviceMemoryV2(768 bytes) failed: ")) << context->last_error();
   EXPECT_TRUE(has(context->last_error(), "not 256-byte aligned")) << context->last_error();
+  const TraceEvent last = trace_events(label).back();
+  EXPECT_EQ(last.kind, TraceKind::kSetDeviceMemory);
+  EXPECT_FALSE(last.ok);
+  EXPECT_EQ(last.address, scratch.data + 16);
+  EXPECT_EQ(last.size, 768u);
+  AlignedVector<int64_t> ids = {3};
+  AlignedVector<float> logits;
+  EXPECT_FALSE(run_llm(*context, ids, &logits)) << "the refused memory must not have been taken";
+
   EXPECT_FALSE(context->set_device_memory(nullptr, engine->device_memory_size()));
+  EXPECT_TRUE(has(context->last_error(), "at nullptr is not enough")) << context->last_error();
 }
 
 TEST(ReferenceMemory, EnqueueReallyUsesTheDeviceMemoryItWasGiven) {
-  std::unique_ptr<ReferenceEngine> engine = load_llm(test_label());
+  std::unique_ptr<Engine> engine = load_llm(test_label());
   std::unique_ptr<ExecutionContext> context = engine->create_context({/*user_managed_memory=*/true});
   AlignedBuffer scratch(engine->device_memory_size());
   std::fill(scratch.data, scratch.data + scratch.size, uint8_t{0xEE});
   ASSERT_TRUE(context->set_device_memory(scratch.data, scratch.size));
-  std::vector<int64_t> ids = {2};
-  std::vector<float> logits;
+  AlignedVector<int64_t> ids = {2};
+  AlignedVector<float> logits;
   ASSERT_TRUE(run_llm(*context, ids, &logits)) << context->last_error();
   // The last intermediate ('projected', at offset 512) holds x W before the scale: twice the logits.
   float projected[3];
@@ -110,7 +135,7 @@ TEST(ReferenceMemory, EnqueueReallyUsesTheDeviceMemoryItWasGiven) {
 
 TEST(ReferenceMemory, TwoContextsShareOneScratchBufferOneAfterTheOther) {
   const std::string label = test_label();
-  std::unique_ptr<ReferenceEngine> engine = load_llm(label);
+  std::unique_ptr<Engine> engine = load_llm(label);
   AlignedBuffer scratch(engine->device_memory_size());
   std::unique_ptr<ExecutionContext> decode = engine->create_context({/*user_managed_memory=*/true});
   std::unique_ptr<ExecutionContext> prefill = engine->create_context({/*user_managed_memory=*/true});
@@ -118,8 +143,8 @@ TEST(ReferenceMemory, TwoContextsShareOneScratchBufferOneAfterTheOther) {
   ASSERT_TRUE(prefill->set_device_memory(scratch.data, scratch.size));
   ASSERT_TRUE(prefill->set_optimization_profile(kPrefill, nullptr));
 
-  std::vector<int64_t> prompt = {5, 4, 3, 2, 1, 0, 1, 2}, token = {3};
-  std::vector<float> logits;
+  AlignedVector<int64_t> prompt = {5, 4, 3, 2, 1, 0, 1, 2}, token = {3};
+  AlignedVector<float> logits;
   for (int round = 0; round < 3; ++round) {
     ASSERT_TRUE(run_llm(*prefill, prompt, &logits)) << prefill->last_error();
     EXPECT_EQ(logits, expected_logits(prompt));
@@ -136,15 +161,15 @@ TEST(ReferenceMemory, TwoContextsShareOneScratchBufferOneAfterTheOther) {
 
 TEST(ReferenceMemory, ContextsSharingScratchMustNotEnqueueAtTheSameTime) {
   const std::string label = test_label();
-  std::unique_ptr<ReferenceEngine> engine = load_llm(label);
+  std::unique_ptr<Engine> engine = load_llm(label);
   AlignedBuffer scratch(engine->device_memory_size());
   std::unique_ptr<ExecutionContext> decode = engine->create_context({/*user_managed_memory=*/true});
   std::unique_ptr<ExecutionContext> prefill = engine->create_context({/*user_managed_memory=*/true});
   ASSERT_TRUE(decode->set_device_memory(scratch.data, scratch.size));
   ASSERT_TRUE(prefill->set_device_memory(scratch.data, scratch.size));
   ASSERT_TRUE(prefill->set_optimization_profile(kPrefill, nullptr));
-  std::vector<int64_t> prompt = {1, 2}, token = {3};
-  std::vector<float> prompt_logits, token_logits;
+  AlignedVector<int64_t> prompt = {1, 2}, token = {3};
+  AlignedVector<float> prompt_logits, token_logits;
   ASSERT_TRUE(prefill->set_input_shape(0, make_shape({1, 2})));
   ASSERT_TRUE(prefill->set_tensor_address(0, prompt.data()));
   prompt_logits.resize(2 * kLogits);
@@ -152,19 +177,23 @@ TEST(ReferenceMemory, ContextsSharingScratchMustNotEnqueueAtTheSameTime) {
 
   bool competing_ok = true;
   std::string competing_error;
-  engine->set_enqueue_hook_for_testing([&](ExecutionContext& running) {
-    if (&running != decode.get()) return;
+  int hook_calls = 0;
+  set_enqueue_hook(label, [&] {
+    if (hook_calls++ > 0) return;  // only decode's enqueue, the first to get this far
     // While decode's enqueue is in progress, prefill -- on the same buffer -- tries to run from another thread.
     std::thread([&] {
       competing_ok = prefill->enqueue(nullptr);
       competing_error = prefill->last_error();
     }).join();
   });
-  ASSERT_TRUE(run_llm(*decode, token, &token_logits)) << decode->last_error();
+  const bool decoded = run_llm(*decode, token, &token_logits);
+  set_enqueue_hook(label, {});
+  ASSERT_TRUE(decoded) << decode->last_error();
+  EXPECT_EQ(token_logits, expected_logits(token));
+  EXPECT_EQ(hook_calls, 1) << "the refused enqueue must not get as far as the hook";
   EXPECT_FALSE(competing_ok);
-  EXPECT_NE(competing_error.find("scratch memory overlaps that of execution context #"), std::string::npos)
-      << competing_error;
-  engine->set_enqueue_hook_for_testing(nullptr);
+  EXPECT_TRUE(has(competing_error, "enqueueV3 under profile 1 failed: ")) << competing_error;
+  EXPECT_TRUE(has(competing_error, "scratch memory overlaps that of execution context #")) << competing_error;
   EXPECT_TRUE(prefill->enqueue(nullptr)) << "once decode is done the buffer is free: " << prefill->last_error();
   EXPECT_EQ(prompt_logits, expected_logits(prompt));
 }

@@ -1,20 +1,32 @@
 #pragma once
-// Engines and helpers shared by the engine tests.
+// Engines and helpers shared by the engine tests. The engines are built with
+// the GPU-free NvInfer implementation's Builder (etrt_gpufree/builder.h) and
+// loaded through etrt's TensorRT adapter (engine/tensorrt/tensorrt_engine.h),
+// the one path by which etrt drives engines, so every test exercises the
+// GPU-free library exactly as the backend does.
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "common/shape.h"
 #include "engine/engine.h"
+#include "engine/tensorrt/tensorrt_engine.h"
 #include "etrt_gpufree/builder.h"
-#include "engine/reference/reference_engine.h"
 #include "etrt_gpufree/trace.h"
 
 namespace etrt::gpufree::testing {
+
+// The seam's classes. Its DataType, MemoryKind and TensorDesc are spelled engine::... in the tests, since
+// etrt::gpufree has its own (the Builder's).
+using engine::ContextOptions;
+using engine::Engine;
+using engine::ExecutionContext;
 
 inline constexpr int32_t kDecode = 0;
 inline constexpr int32_t kPrefill = 1;
@@ -28,6 +40,30 @@ inline std::string test_label() {
   const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
   return std::string(info->test_suite_name()) + "." + info->name();
 }
+
+// std::allocator, but every allocation 256-byte aligned (engine::kIoAddressAlignment, TensorRT's rule for
+// setTensorAddress), so a vector's data() may be bound as an IO tensor.
+template <typename T>
+struct Aligned256Allocator {
+  using value_type = T;
+  Aligned256Allocator() = default;
+  template <typename U>
+  Aligned256Allocator(const Aligned256Allocator<U>&) noexcept {}  // NOLINT(google-explicit-constructor)
+  T* allocate(size_t n) {
+    return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{engine::kIoAddressAlignment}));
+  }
+  void deallocate(T* p, size_t) noexcept { ::operator delete (p, std::align_val_t{engine::kIoAddressAlignment}); }
+  template <typename U>
+  bool operator==(const Aligned256Allocator<U>&) const noexcept {
+    return true;
+  }
+  template <typename U>
+  bool operator!=(const Aligned256Allocator<U>&) const noexcept {
+    return false;
+  }
+};
+template <typename T>
+using AlignedVector = std::vector<T, Aligned256Allocator<T>>;
 
 // An LLM-shaped engine: ids [1, S] int64 -> embedding (table [6, 4]) -> + bias [4] -> x W [4, 3] -> * 0.5 ->
 // logits [1, S, 3]. Profile 0 (decode) is S = 1, profile 1 (prefill) is S in 2..8.
@@ -54,8 +90,8 @@ inline Builder llm_builder(const std::string& label) {
   return b;
 }
 
-inline std::vector<float> expected_logits(const std::vector<int64_t>& ids) {
-  std::vector<float> out;
+inline AlignedVector<float> expected_logits(const AlignedVector<int64_t>& ids) {
+  AlignedVector<float> out;
   for (int64_t r : ids) {
     out.push_back(10.0f * static_cast<float>(r) + 1.75f);
     out.push_back(-1.25f);
@@ -71,25 +107,36 @@ inline std::vector<uint8_t> build_or_fail(const Builder& b) {
   return bytes;
 }
 
-inline std::unique_ptr<ReferenceEngine> load(const std::vector<uint8_t>& bytes) {
+// Loads engine bytes through the TensorRT adapter, as the backend does (device 0: the GPU-free implementation
+// deserializes anywhere).
+inline std::unique_ptr<Engine> load(const std::vector<uint8_t>& bytes) {
   std::string error;
-  std::unique_ptr<ReferenceEngine> engine = deserialize(bytes.data(), bytes.size(), &error);
+  std::unique_ptr<Engine> engine = engine::tensorrt::deserialize(bytes.data(), bytes.size(), 0, &error);
   EXPECT_NE(engine, nullptr) << error;
   return engine;
 }
 
-inline std::unique_ptr<ReferenceEngine> load_llm(const std::string& label) {
-  return load(build_or_fail(llm_builder(label)));
+// The adapter's refusal of `bytes` (expecting one).
+inline std::string load_error(const std::vector<uint8_t>& bytes) {
+  std::string error;
+  std::unique_ptr<Engine> engine = engine::tensorrt::deserialize(bytes.data(), bytes.size(), 0, &error);
+  EXPECT_EQ(engine, nullptr) << "the load was expected to fail";
+  return error;
 }
 
+inline std::unique_ptr<Engine> load_llm(const std::string& label) { return load(build_or_fail(llm_builder(label))); }
+
 // Sets ids' shape and both addresses, then enqueues; logits are resized to fit.
-inline bool run_llm(ExecutionContext& context, std::vector<int64_t>& ids, std::vector<float>* logits,
-                    StreamHandle stream = nullptr) {
+inline bool run_llm(ExecutionContext& context, AlignedVector<int64_t>& ids, AlignedVector<float>* logits,
+                    engine::StreamHandle stream = nullptr) {
   logits->assign(ids.size() * kLogits, -99.0f);
   return context.set_input_shape(0, make_shape({int64_t{1}, static_cast<int64_t>(ids.size())})) &&
          context.set_tensor_address(0, ids.data()) && context.set_tensor_address(1, logits->data()) &&
          context.enqueue(stream);
 }
+
+inline bool has(const char* text, const std::string& part) { return std::string(text).find(part) != std::string::npos; }
+inline bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // The events of `label` of one kind.
 inline std::vector<TraceEvent> events_of(const std::string& label, TraceKind kind) {
@@ -105,10 +152,11 @@ inline std::string dump(const std::string& label) {
   return s;
 }
 
-// 256-byte-aligned host memory, as user-managed scratch needs.
+// 256-byte-aligned host memory, as IO tensors and user-managed scratch need.
 struct AlignedBuffer {
-  explicit AlignedBuffer(size_t n) : size(n), data(static_cast<uint8_t*>(::operator new[](n, std::align_val_t{256}))) {}
-  ~AlignedBuffer() { ::operator delete[](data, std::align_val_t{256}); }
+  explicit AlignedBuffer(size_t n)
+      : size(n), data(static_cast<uint8_t*>(::operator new[](n, std::align_val_t{engine::kIoAddressAlignment}))) {}
+  ~AlignedBuffer() { ::operator delete[](data, std::align_val_t{engine::kIoAddressAlignment}); }
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
   size_t size;

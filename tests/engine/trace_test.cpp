@@ -1,4 +1,5 @@
-// The trace: what a hidden engine really did, readable by label.
+// The trace: what a hidden engine really did, readable by label -- here an
+// engine driven through etrt's TensorRT adapter, as the backend drives it.
 
 #include <gtest/gtest.h>
 
@@ -9,10 +10,10 @@ namespace {
 
 TEST(ReferenceTrace, RecordsEveryCallInOrderWithItsArguments) {
   const std::string label = test_label();
-  std::unique_ptr<ReferenceEngine> engine = load_llm(label);
+  std::unique_ptr<Engine> engine = load_llm(label);
   int stream = 0;
-  std::vector<int64_t> ids = {1, 2};
-  std::vector<float> logits(2 * kLogits);
+  AlignedVector<int64_t> ids = {1, 2};
+  AlignedVector<float> logits(2 * kLogits);
   {
     std::unique_ptr<ExecutionContext> context = engine->create_context({});
     ASSERT_TRUE(context->set_optimization_profile(kPrefill, &stream));
@@ -27,14 +28,17 @@ TEST(ReferenceTrace, RecordsEveryCallInOrderWithItsArguments) {
       TraceKind::kSetInputShape, TraceKind::kSetTensorAddress, TraceKind::kSetTensorAddress,
       TraceKind::kEnqueue,       TraceKind::kDestroyContext};
   ASSERT_EQ(events.size(), std::size(kExpected)) << dump(label);
+  const uint64_t engine_id = events[0].engine_id;
+  EXPECT_NE(engine_id, 0u);
   for (size_t i = 0; i < events.size(); ++i) {
     EXPECT_EQ(events[i].kind, kExpected[i]) << to_string(events[i]);
     EXPECT_TRUE(events[i].ok) << to_string(events[i]);
-    EXPECT_EQ(events[i].engine_id, engine->id());
+    EXPECT_EQ(events[i].engine_id, engine_id);
     if (i > 0) {
       EXPECT_GT(events[i].sequence, events[i - 1].sequence);
     }
   }
+  EXPECT_EQ(events[0].context_id, 0u);
   EXPECT_EQ(events[0].size, engine->device_memory_size());
   const uint64_t context_id = events[1].context_id;
   EXPECT_NE(context_id, 0u);
@@ -44,8 +48,10 @@ TEST(ReferenceTrace, RecordsEveryCallInOrderWithItsArguments) {
   EXPECT_EQ(events[2].stream, &stream);
   EXPECT_EQ(events[3].io_index, 0);
   EXPECT_EQ(events[3].shape, make_shape({1, 2}));
+  EXPECT_EQ(events[4].io_index, 0);
   EXPECT_EQ(events[4].address, ids.data());
   EXPECT_EQ(events[5].io_index, 1);
+  EXPECT_EQ(events[5].address, logits.data());
   EXPECT_EQ(events[6].profile, kPrefill);
   EXPECT_EQ(events[6].stream, &stream);
   ASSERT_EQ(events[6].input_shapes.size(), 1u);
@@ -54,10 +60,10 @@ TEST(ReferenceTrace, RecordsEveryCallInOrderWithItsArguments) {
 
 TEST(ReferenceTrace, CountersCountSwitchesEnqueuesAndTheLastEnqueueProfile) {
   const std::string label = test_label();
-  std::unique_ptr<ReferenceEngine> engine = load_llm(label);
+  std::unique_ptr<Engine> engine = load_llm(label);
   std::unique_ptr<ExecutionContext> context = engine->create_context({});
-  std::vector<int64_t> prompt = {1, 2, 3}, token = {4};
-  std::vector<float> logits;
+  AlignedVector<int64_t> prompt = {1, 2, 3}, token = {4};
+  AlignedVector<float> logits;
   EXPECT_EQ(last_enqueue_profile(label), -1);
   // An LLM trace: prefill then three decode steps, twice: 4 regime changes, so 4 switches.
   for (int round = 0; round < 2; ++round) {
@@ -68,6 +74,11 @@ TEST(ReferenceTrace, CountersCountSwitchesEnqueuesAndTheLastEnqueueProfile) {
     for (int step = 0; step < 3; ++step) ASSERT_TRUE(run_llm(*context, token, &logits)) << context->last_error();
     EXPECT_EQ(last_enqueue_profile(label), kDecode);
   }
+  // A switch the GPU-free implementation refuses (another live context holds the profile) counts as failed.
+  std::unique_ptr<ExecutionContext> other = engine->create_context({});
+  ASSERT_NE(other, nullptr) << engine->last_error();
+  EXPECT_FALSE(other->set_optimization_profile(kDecode, nullptr));
+  // One the adapter refuses (no such profile) never reaches it.
   EXPECT_FALSE(context->set_optimization_profile(7, nullptr));
   const TraceCounters c = trace_counters(label);
   EXPECT_EQ(c.switches, 4);
@@ -76,18 +87,21 @@ TEST(ReferenceTrace, CountersCountSwitchesEnqueuesAndTheLastEnqueueProfile) {
   EXPECT_EQ(c.enqueues, 8);
   EXPECT_EQ(c.failures, 1);
   EXPECT_EQ(c.engines_loaded, 1);
-  EXPECT_EQ(c.contexts_created, 1);
+  EXPECT_EQ(c.contexts_created, 2);
   EXPECT_EQ(c.contexts_destroyed, 0);
 }
 
 TEST(ReferenceTrace, RefusalsCarryTheMessageLastErrorGave) {
   const std::string label = test_label();
-  std::unique_ptr<ReferenceEngine> engine = load_llm(label);
+  std::unique_ptr<Engine> engine = load_llm(label);
   std::unique_ptr<ExecutionContext> context = engine->create_context({});
   EXPECT_FALSE(context->set_input_shape(0, make_shape({1, 3})));
   const TraceEvent last = trace_events(label).back();
+  EXPECT_EQ(last.kind, TraceKind::kSetInputShape);
   EXPECT_FALSE(last.ok);
-  EXPECT_EQ(last.error, context->last_error());
+  EXPECT_FALSE(last.error.empty());
+  // The adapter passes the GPU-free implementation's reason on after naming the NvInfer call.
+  EXPECT_EQ(std::string(context->last_error()), "setInputShape('ids', [1, 3]) under profile 0 failed: " + last.error);
   EXPECT_EQ(last.shape, make_shape({1, 3}));
   EXPECT_NE(to_string(last).find("FAILED: "), std::string::npos);
 }
@@ -96,19 +110,23 @@ TEST(ReferenceTrace, SwitchCostIsBusyWaitedAndRecorded) {
   const std::string label = test_label();
   Builder b = llm_builder(label);
   b.set_switch_cost_ns(20000);
-  std::unique_ptr<ReferenceEngine> engine = load(build_or_fail(b));
+  std::unique_ptr<Engine> engine = load(build_or_fail(b));
   std::unique_ptr<ExecutionContext> context = engine->create_context({});
   ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
-  EXPECT_FALSE(context->set_optimization_profile(3, nullptr));
+  std::unique_ptr<ExecutionContext> other = engine->create_context({});
+  ASSERT_NE(other, nullptr) << engine->last_error();
+  EXPECT_FALSE(other->set_optimization_profile(kPrefill, nullptr)) << "context holds profile 1";
   std::vector<TraceEvent> switches = events_of(label, TraceKind::kSetOptimizationProfile);
   ASSERT_EQ(switches.size(), 2u);
+  EXPECT_TRUE(switches[0].ok);
   EXPECT_EQ(switches[0].switch_cost_ns, 20000) << "a successful switch pays the modeled cost";
+  EXPECT_FALSE(switches[1].ok);
   EXPECT_EQ(switches[1].switch_cost_ns, 0) << "a refused switch costs nothing";
 }
 
 TEST(ReferenceTrace, ClearTraceForgetsEventsAndCounters) {
   const std::string label = test_label();
-  std::unique_ptr<ReferenceEngine> engine = load_llm(label);
+  std::unique_ptr<Engine> engine = load_llm(label);
   std::unique_ptr<ExecutionContext> context = engine->create_context({});
   ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
   clear_trace(label);
@@ -120,8 +138,8 @@ TEST(ReferenceTrace, ClearTraceForgetsEventsAndCounters) {
 
 TEST(ReferenceTrace, LabelsKeepSeparateRecords) {
   const std::string a = test_label() + ".a", b = test_label() + ".b";
-  std::unique_ptr<ReferenceEngine> engine_a = load_llm(a);
-  std::unique_ptr<ReferenceEngine> engine_b = load_llm(b);
+  std::unique_ptr<Engine> engine_a = load_llm(a);
+  std::unique_ptr<Engine> engine_b = load_llm(b);
   std::unique_ptr<ExecutionContext> context = engine_a->create_context({});
   ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
   EXPECT_EQ(count_switches(a), 1);
@@ -133,22 +151,24 @@ TEST(ReferenceTrace, LabelsKeepSeparateRecords) {
 
 TEST(ReferenceTrace, EnginesSharingALabelAreToldApartByEngineId) {
   const std::string label = test_label();
-  std::unique_ptr<ReferenceEngine> first = load_llm(label);
-  std::unique_ptr<ReferenceEngine> second = load_llm(label);
-  EXPECT_NE(first->id(), second->id());
+  std::unique_ptr<Engine> first = load_llm(label);
+  std::unique_ptr<Engine> second = load_llm(label);
+  std::vector<TraceEvent> loads = events_of(label, TraceKind::kLoadEngine);
+  ASSERT_EQ(loads.size(), 2u) << dump(label);
+  EXPECT_NE(loads[0].engine_id, loads[1].engine_id);
   std::unique_ptr<ExecutionContext> c1 = first->create_context({});
   std::unique_ptr<ExecutionContext> c2 = second->create_context({});
   std::vector<TraceEvent> created = events_of(label, TraceKind::kCreateContext);
   ASSERT_EQ(created.size(), 2u);
-  EXPECT_EQ(created[0].engine_id, first->id());
-  EXPECT_EQ(created[1].engine_id, second->id());
+  EXPECT_EQ(created[0].engine_id, loads[0].engine_id);
+  EXPECT_EQ(created[1].engine_id, loads[1].engine_id);
   EXPECT_NE(created[0].context_id, created[1].context_id);
   EXPECT_EQ(trace_counters(label).engines_loaded, 2);
 }
 
 TEST(ReferenceTrace, TracingCanBeTurnedOffGlobally) {
   const std::string label = test_label();
-  std::unique_ptr<ReferenceEngine> engine = load_llm(label);
+  std::unique_ptr<Engine> engine = load_llm(label);
   set_tracing_enabled(false);
   std::unique_ptr<ExecutionContext> context = engine->create_context({});
   const bool switched = context->set_optimization_profile(kPrefill, nullptr);
@@ -159,25 +179,39 @@ TEST(ReferenceTrace, TracingCanBeTurnedOffGlobally) {
 }
 
 TEST(ReferenceTrace, TracingCanBeTurnedOffPerEngine) {
+  // Two engines under one label, one built with tracing off: only the other's calls are recorded.
   const std::string label = test_label();
-  std::unique_ptr<ReferenceEngine> engine = load_llm(label);
-  engine->set_tracing(false);
-  std::unique_ptr<ExecutionContext> context = engine->create_context({});
-  ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
-  EXPECT_EQ(count_switches(label), 0);
-  engine->set_tracing(true);
-  ASSERT_TRUE(context->set_optimization_profile(kDecode, nullptr));
-  EXPECT_EQ(count_switches(label), 1);
+  Builder b = llm_builder(label);
+  b.set_tracing(false);
+  std::unique_ptr<Engine> quiet = load(build_or_fail(b));
+  std::unique_ptr<Engine> loud = load_llm(label);
+  ASSERT_NE(quiet, nullptr);
+  ASSERT_NE(loud, nullptr);
+  std::unique_ptr<ExecutionContext> quiet_context = quiet->create_context({});
+  std::unique_ptr<ExecutionContext> loud_context = loud->create_context({});
+  ASSERT_TRUE(quiet_context->set_optimization_profile(kPrefill, nullptr));
+  ASSERT_TRUE(loud_context->set_optimization_profile(kPrefill, nullptr));
+  EXPECT_EQ(count_switches(label), 1) << dump(label);
+  EXPECT_EQ(trace_counters(label).engines_loaded, 1);
+  EXPECT_EQ(trace_counters(label).contexts_created, 1);
 }
 
 TEST(ReferenceTrace, TracingCanBeTurnedOffInTheEngineBytes) {
   const std::string label = test_label();
   Builder b = llm_builder(label);
   b.set_tracing(false);
-  std::unique_ptr<ReferenceEngine> engine = load(build_or_fail(b));
+  std::unique_ptr<Engine> engine = load(build_or_fail(b));
   std::unique_ptr<ExecutionContext> context = engine->create_context({});
   ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
-  EXPECT_TRUE(trace_events(label).empty());
+  AlignedVector<int64_t> token = {1};
+  AlignedVector<float> logits;
+  ASSERT_TRUE(context->set_optimization_profile(kDecode, nullptr));
+  EXPECT_TRUE(run_llm(*context, token, &logits)) << context->last_error();
+  EXPECT_EQ(logits, expected_logits(token)) << "an engine that does not trace still runs";
+  context.reset();
+  engine.reset();
+  EXPECT_TRUE(trace_events(label).empty()) << dump(label);
+  EXPECT_EQ(trace_counters(label).enqueues, 0);
 }
 
 }  // namespace

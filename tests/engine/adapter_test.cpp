@@ -1,0 +1,191 @@
+// The TensorRT adapter over the GPU-free NvInfer implementation: engine bytes
+// the builder made load as a host engine described exactly as the builder
+// declared it; malformed bytes and IO tensors etrt cannot bind are refused at
+// load with the reason.
+
+#include "engine/tensorrt/tensorrt_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "reference_fixtures.h"
+
+namespace etrt::gpufree::testing {
+namespace {
+
+std::unique_ptr<Engine> deserialize(const void* data, size_t size, std::string* error) {
+  return engine::tensorrt::deserialize(data, size, 0, error);
+}
+
+TEST(AdapterLoad, BuilderBytesLoadAsAHostEngineDescribedAsDeclared) {
+  Builder b = llm_builder(test_label());
+  b.set_device_memory_size(5000);
+  const std::vector<uint8_t> bytes = build_or_fail(b);
+  std::string error;
+  std::unique_ptr<Engine> engine = deserialize(bytes.data(), bytes.size(), &error);
+  ASSERT_NE(engine, nullptr) << error;
+
+  EXPECT_EQ(engine->memory_kind(), engine::MemoryKind::kHost);
+  ASSERT_EQ(engine->num_io_tensors(), 2);
+  const engine::TensorDesc& ids = engine->io_tensor(0);
+  EXPECT_EQ(ids.name, "ids");
+  EXPECT_TRUE(ids.is_input);
+  EXPECT_EQ(ids.dtype, engine::DataType::kInt64);
+  EXPECT_EQ(ids.shape, make_shape({1, -1}));
+  EXPECT_FALSE(ids.is_shape_tensor);
+  const engine::TensorDesc& logits = engine->io_tensor(1);
+  EXPECT_EQ(logits.name, "logits");
+  EXPECT_FALSE(logits.is_input);
+  EXPECT_EQ(logits.dtype, engine::DataType::kFloat32);
+  EXPECT_EQ(logits.shape, make_shape({1, -1, 3}));
+
+  ASSERT_EQ(engine->num_profiles(), 2);
+  Shape min, opt, max;
+  ASSERT_TRUE(engine->profile_shape(kDecode, 0, &min, &opt, &max)) << engine->last_error();
+  EXPECT_EQ(min, make_shape({1, 1}));
+  EXPECT_EQ(opt, make_shape({1, 1}));
+  EXPECT_EQ(max, make_shape({1, 1}));
+  ASSERT_TRUE(engine->profile_shape(kPrefill, 0, &min, &opt, &max)) << engine->last_error();
+  EXPECT_EQ(min, make_shape({1, 2}));
+  EXPECT_EQ(opt, make_shape({1, 4}));
+  EXPECT_EQ(max, make_shape({1, 8}));
+  EXPECT_EQ(engine->device_memory_size(), 5000u);
+}
+
+TEST(AdapterLoad, ProfileShapeRefusesOutputsAndProfilesTheEngineLacks) {
+  std::unique_ptr<Engine> engine = load_llm(test_label());
+  ASSERT_NE(engine, nullptr);
+  Shape min;
+  EXPECT_FALSE(engine->profile_shape(kDecode, 1, &min, nullptr, nullptr)) << "outputs have no profile bounds";
+  EXPECT_TRUE(has(engine->last_error(), "IO index 1 is not an input")) << engine->last_error();
+  EXPECT_FALSE(engine->profile_shape(2, 0, &min, nullptr, nullptr));
+  EXPECT_TRUE(has(engine->last_error(), "profile 2 does not exist; the engine has 2")) << engine->last_error();
+  EXPECT_FALSE(engine->profile_shape(kDecode, 7, &min, nullptr, nullptr));
+}
+
+TEST(AdapterLoad, TheBytesMayBeFreedOnceLoaded) {
+  std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
+  std::string error;
+  std::unique_ptr<Engine> engine = deserialize(bytes.data(), bytes.size(), &error);
+  ASSERT_NE(engine, nullptr) << error;
+  std::fill(bytes.begin(), bytes.end(), uint8_t{0xAB});
+  bytes.clear();
+  bytes.shrink_to_fit();
+  std::unique_ptr<ExecutionContext> context = engine->create_context({});
+  ASSERT_NE(context, nullptr) << engine->last_error();
+  AlignedVector<int64_t> ids = {3};
+  AlignedVector<float> logits;
+  ASSERT_TRUE(run_llm(*context, ids, &logits)) << context->last_error();
+  EXPECT_EQ(logits, expected_logits(ids));
+}
+
+TEST(AdapterLoad, CudaModeBytesLoadAnywhereAsADeviceEngine) {
+  Builder b = llm_builder(test_label());
+  b.set_memory_kind(MemoryKind::kDevice);
+  std::unique_ptr<Engine> engine = load(build_or_fail(b));
+  ASSERT_NE(engine, nullptr);
+  EXPECT_EQ(engine->memory_kind(), engine::MemoryKind::kDevice);
+  EXPECT_EQ(engine->num_profiles(), 2);
+}
+
+TEST(AdapterLoad, TheGpuFreeImplementationDeserializesWithoutADevice) {
+  EXPECT_FALSE(engine::tensorrt::deserializes_on_device());
+}
+
+TEST(AdapterLoad, BadMagicIsRefusedNamingTheMagicAndTheFix) {
+  const uint8_t plan[] = {0x66, 0x74, 0x72, 0x74, 0x00, 0x01, 0x02, 0x03};
+  std::string error;
+  EXPECT_EQ(deserialize(plan, sizeof(plan), &error), nullptr);
+  EXPECT_TRUE(has(error, "TensorRT could not deserialize the engine (8 bytes)")) << error;
+  EXPECT_TRUE(has(error, "not an engine of the GPU-free NvInfer implementation")) << error;
+  EXPECT_TRUE(has(error, "magic 'ETRF'")) << error;
+  EXPECT_TRUE(has(error, "-DTENSORRT_ROOT=")) << error;
+  EXPECT_EQ(deserialize(plan, sizeof(plan), nullptr), nullptr) << "error may be null";
+}
+
+TEST(AdapterLoad, TruncatedBytesAreRefusedAsTruncated) {
+  std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
+  std::vector<uint8_t> header_only(bytes.begin(), bytes.begin() + 10);
+  std::string error = load_error(header_only);
+  EXPECT_TRUE(has(error, "truncated: 10 bytes, the header alone is 24")) << error;
+  bytes.resize(bytes.size() / 2);
+  error = load_error(bytes);
+  EXPECT_TRUE(has(error, "the header promises a")) << error;
+  EXPECT_TRUE(has(error, "truncated or padded blob")) << error;
+}
+
+TEST(AdapterLoad, NullAndEmptyBytesAreRefused) {
+  std::string error;
+  EXPECT_EQ(deserialize(nullptr, 0, &error), nullptr);
+  EXPECT_TRUE(has(error, "no TensorRT engine bytes to deserialize")) << error;
+  error.clear();
+  EXPECT_EQ(deserialize(nullptr, 64, &error), nullptr);
+  EXPECT_TRUE(has(error, "no TensorRT engine bytes to deserialize")) << error;
+  const uint8_t one = 'E';
+  error.clear();
+  EXPECT_EQ(deserialize(&one, 0, &error), nullptr);
+  EXPECT_TRUE(has(error, "no TensorRT engine bytes to deserialize")) << error;
+  EXPECT_EQ(deserialize(nullptr, 4, nullptr), nullptr) << "error may be null";
+}
+
+TEST(AdapterLoad, HostLocatedIoTensorIsRefusedAtLoad) {
+  Builder b(test_label());
+  b.add_input("x", DataType::kFloat32, make_shape({2}))
+      .place_on_host("x")
+      .add_output("y", DataType::kFloat32, make_shape({2}))
+      .identity("x", "y");
+  const std::string error = load_error(build_or_fail(b));
+  EXPECT_TRUE(has(error, "engine IO tensor 0 'x'")) << error;
+  EXPECT_TRUE(has(error, "getTensorLocation returned kHOST")) << error;
+  EXPECT_TRUE(has(error, "not a shape tensor")) << error;
+}
+
+TEST(AdapterLoad, HostLocatedOutputIsRefusedAtLoad) {
+  Builder b(test_label());
+  b.add_input("x", DataType::kFloat32, make_shape({2}))
+      .add_output("y", DataType::kFloat32, make_shape({2}))
+      .place_on_host("y")
+      .identity("x", "y");
+  const std::string error = load_error(build_or_fail(b));
+  EXPECT_TRUE(has(error, "engine IO tensor 1 'y'")) << error;
+  EXPECT_TRUE(has(error, "kHOST")) << error;
+}
+
+TEST(AdapterLoad, ShapeTensorInputLoadsAndIsDescribedAsSuch) {
+  Builder b(test_label());
+  b.add_input("x", DataType::kFloat32, make_shape({2}))
+      .add_input("shape", DataType::kInt64, make_shape({2}))
+      .mark_shape_tensor("shape")
+      .add_output("y", DataType::kFloat32, make_shape({2}))
+      .identity("x", "y");
+  std::unique_ptr<Engine> engine = load(build_or_fail(b));
+  ASSERT_NE(engine, nullptr);
+  ASSERT_EQ(engine->num_io_tensors(), 3);
+  EXPECT_FALSE(engine->io_tensor(0).is_shape_tensor);
+  EXPECT_TRUE(engine->io_tensor(1).is_shape_tensor);
+  EXPECT_EQ(engine->io_tensor(1).name, "shape");
+  EXPECT_EQ(engine->io_tensor(1).dtype, engine::DataType::kInt64);
+  EXPECT_FALSE(engine->io_tensor(2).is_shape_tensor);
+}
+
+TEST(EngineDataType, SizesAndSpellingsRoundTrip) {
+  using engine::DataType;
+  const std::pair<DataType, size_t> kSizes[] = {
+      {DataType::kFloat32, 4}, {DataType::kFloat16, 2}, {DataType::kBFloat16, 2}, {DataType::kInt8, 1},
+      {DataType::kUInt8, 1},   {DataType::kInt32, 4},   {DataType::kInt64, 8},    {DataType::kBool, 1}};
+  for (const auto& [type, size] : kSizes) {
+    EXPECT_EQ(engine::element_size(type), size) << engine::to_string(type);
+    DataType parsed = DataType::kBool;
+    ASSERT_TRUE(engine::parse_data_type(engine::to_string(type), &parsed)) << engine::to_string(type);
+    EXPECT_EQ(parsed, type);
+  }
+  EXPECT_STREQ(engine::to_string(DataType::kBFloat16), "bfloat16");
+  DataType untouched = DataType::kInt8;
+  EXPECT_FALSE(engine::parse_data_type("float", &untouched));
+  EXPECT_FALSE(engine::parse_data_type("", &untouched));
+  EXPECT_EQ(untouched, DataType::kInt8);
+}
+
+}  // namespace
+}  // namespace etrt::gpufree::testing
