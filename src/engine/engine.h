@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 
+#include "common/data_type.h"
 #include "common/shape.h"
 
 namespace etrt::engine {
@@ -32,23 +33,12 @@ namespace etrt::engine {
 // opaque so this header needs no CUDA.
 using StreamHandle = void*;
 
-enum class DataType : uint8_t {
-  kFloat32,
-  kFloat16,
-  kBFloat16,
-  kInt8,
-  kUInt8,
-  kInt32,
-  kInt64,
-  kBool,
-};
-
-// Bytes per element of `t`.
-size_t element_size(DataType t);
-// "float32", "int64", ... (the spelling Torch-TensorRT uses in its blobs).
-const char* to_string(DataType t);
+// Element types and their sizes and spellings (common/data_type.h).
+using etrt::DataType;
+using etrt::element_size;
+using etrt::to_string;
 // The inverse of to_string: false (and *out untouched) for any other spelling.
-bool parse_data_type(const std::string& text, DataType* out);
+inline bool parse_data_type(const std::string& text, DataType* out) { return etrt::parse_data_type(text.c_str(), out); }
 
 struct TensorDesc {
   std::string name;

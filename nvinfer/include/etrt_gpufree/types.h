@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/data_type.h"
 #include "common/shape.h"
 
 // What the library exports; everything else in it is hidden.
@@ -18,22 +19,10 @@ namespace etrt::gpufree {
 // An opaque CUDA stream (cudaStream_t), or nullptr; opaque so no CUDA header is needed.
 using StreamHandle = void*;
 
-// Element types, with the values the engine format stores (format.h).
-enum class DataType : uint8_t {
-  kFloat32,
-  kFloat16,
-  kBFloat16,
-  kInt8,
-  kUInt8,
-  kInt32,
-  kInt64,
-  kBool,
-};
-
-// Bytes per element of `t`; 0 for a value outside the enum.
-ETRT_GPUFREE_API size_t element_size(DataType t);
-// "float32", "int64", ...
-ETRT_GPUFREE_API const char* to_string(DataType t);
+// Element types, with the values the engine format stores (format.h), their sizes and spellings.
+using etrt::DataType;
+using etrt::element_size;
+using etrt::to_string;
 
 // Host: the engine's "device" is the CPU, its tensors are host memory and its
 // ops run on the calling thread. Device (CUDA mode): CUDA kernels over device
