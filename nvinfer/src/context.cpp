@@ -5,7 +5,6 @@
 // context's error recorder (inherited from the engine, else the logger).
 
 #include <atomic>
-#include <cstring>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -36,7 +35,8 @@ std::string context_name(uint64_t id) { return "execution context #" + std::to_s
 
 class ContextImpl final : public nvinfer1::IExecutionContext {
  public:
-  ContextImpl(const EngineImpl& engine, std::shared_ptr<State> state, uint64_t id, bool user_managed, ScratchBuffer owned, DeviceOrder order)
+  ContextImpl(const EngineImpl& engine, std::shared_ptr<State> state, uint64_t id, bool user_managed,
+              ScratchBuffer owned, DeviceOrder order)
       : engine_(engine),
         state_(std::move(state)),
         sink_(state_->sink),
@@ -49,7 +49,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
         shapes_(static_cast<size_t>(state_->model.num_tensors())),
         data_(static_cast<size_t>(state_->model.num_tensors()), nullptr) {
     const Model& m = state_->model;
-    // CUDA mode: the engine uploaded its weights before creating this context (ReferenceEngine::prepare_device).
+    // CUDA mode: the engine uploaded its weights before creating this context (EngineImpl::prepare_device).
     for (size_t i = 0; i < m.constants.size(); ++i)
       data_[static_cast<size_t>(m.constant_id(i))] =
           state_->device_mode() ? state_->device_constants[i] : const_cast<float*>(m.constants[i].values.data());
@@ -74,11 +74,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
 
   // ---- NvInfer ----------------------------------------------------------------------------------------------
 
-  void setErrorRecorder(nvinfer1::IErrorRecorder* recorder) noexcept override {
-    retain(recorder);
-    release(sink_.recorder);
-    sink_.recorder = recorder;
-  }
+  void setErrorRecorder(nvinfer1::IErrorRecorder* recorder) noexcept override { sink_.set_recorder(recorder); }
   nvinfer1::IErrorRecorder* getErrorRecorder() const noexcept override { return sink_.recorder; }
   nvinfer1::ICudaEngine const& getEngine() const noexcept override { return engine_; }
 
@@ -102,22 +98,18 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
   }
 
   nvinfer1::Dims getTensorShape(char const* tensorName) const noexcept override {
-    nvinfer1::Dims dims{};
-    dims.nbDims = -1;
     const int32_t i = lookup(tensorName, "getTensorShape");
-    if (i < 0) return dims;
+    if (i < 0) return invalid_dims();
     if (detail::fault_fires(Call::kGetTensorShape, label())) {
       sink_.report(nvinfer1::ErrorCode::kINTERNAL_ERROR, "injected fault: getTensorShape");
-      return dims;
+      return invalid_dims();
     }
     Shape shape;
     if (!tensor_shape(i, &shape)) {
       sink_.report(nvinfer1::ErrorCode::kINVALID_ARGUMENT, last_error_copy());
-      return dims;
+      return invalid_dims();
     }
-    dims.nbDims = shape.rank;
-    for (int32_t d = 0; d < shape.rank; ++d) dims.d[d] = shape.d[d];
-    return dims;
+    return to_dims(shape);
   }
 
   bool setTensorAddress(char const* tensorName, void* data) noexcept override {
@@ -145,8 +137,8 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
     return enqueue(stream);  // reports itself: a refused concurrent call must not read last_error_
   }
 
-   private:
-  // ---- the rules, by IO index; false with the reason in last_error_ -------------------------------------------
+ private:
+  // ---- the rules, by an IO index lookup() found; false with the reason in last_error_ --------------------------
 
   bool set_optimization_profile(int32_t profile, StreamHandle stream) {
     const int32_t previous = profile_;
@@ -211,9 +203,6 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
       return error == nullptr;
     };
     const Model& m = state_->model;
-    if (io_index < 0 || io_index >= m.num_io())
-      return traced(fail("set_input_shape: io index " + std::to_string(io_index) + " is out of range 0.." +
-                         std::to_string(m.num_io() - 1)));
     const TensorDesc& t = m.io[static_cast<size_t>(io_index)];
     // Words for the refusals only: the success path must not allocate.
     auto call = [&] { return "set_input_shape('" + t.name + "', " + shape_to_string(shape) + ")"; };
@@ -236,11 +225,6 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
 
   bool tensor_shape(int32_t io_index, Shape* out) const {
     const Model& m = state_->model;
-    if (io_index < 0 || io_index >= m.num_io()) {
-      fail("tensor_shape: io index " + std::to_string(io_index) + " is out of range 0.." +
-           std::to_string(m.num_io() - 1));
-      return false;
-    }
     const auto i = static_cast<size_t>(io_index);
     const TensorDesc& t = m.io[i];
     if (t.is_input) {
@@ -268,11 +252,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
       });
       return error == nullptr;
     };
-    const Model& m = state_->model;
-    if (io_index < 0 || io_index >= m.num_io())
-      return traced(fail("set_tensor_address: io index " + std::to_string(io_index) + " is out of range 0.." +
-                         std::to_string(m.num_io() - 1)));
-    const TensorDesc& t = m.io[static_cast<size_t>(io_index)];
+    const TensorDesc& t = state_->model.io[static_cast<size_t>(io_index)];
     // Null is accepted here, as TensorRT does, for tensors that turn out empty; enqueue refuses it otherwise.
     // TensorRT's rule for I/O addresses: at least 256-byte alignment.
     if (reinterpret_cast<uintptr_t>(address) % kIoAlignment != 0)
@@ -342,14 +322,9 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
 
   // The IO index of `name`, or -1 after reporting that there is none.
   int32_t lookup(char const* name, const char* call) const {
-    const Model& m = state_->model;
-    if (name != nullptr)
-      for (size_t i = 0; i < m.io.size(); ++i)
-        if (std::strcmp(m.io[i].name.c_str(), name) == 0) return static_cast<int32_t>(i);
-    sink_.report(nvinfer1::ErrorCode::kINVALID_ARGUMENT, std::string(call) + ": engine '" + label() +
-                                                             "' has no IO tensor named '" +
-                                                             (name != nullptr ? name : "(null)") + "'");
-    return -1;
+    const int32_t i = state_->model.find_io(name);
+    if (i < 0) sink_.report_unknown_tensor(call, label(), name);
+    return i;
   }
 
   // True (after reporting and tracing the refusal) when a fault injected at `call` fires now.

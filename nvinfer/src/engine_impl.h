@@ -30,11 +30,28 @@ struct ErrorSink {
   nvinfer1::IErrorRecorder* recorder = nullptr;
 
   void report(nvinfer1::ErrorCode code, const std::string& message) const;
+  // setErrorRecorder: holds a reference on the new recorder, gives back the old one's.
+  void set_recorder(nvinfer1::IErrorRecorder* next);
+  // "No IO tensor named ..." for a name an NvInfer call was given.
+  void report_unknown_tensor(const char* call, const std::string& label, const char* name) const;
 };
 
 // Holds a recorder's reference for as long as an object points at it.
 void retain(nvinfer1::IErrorRecorder* recorder);
 void release(nvinfer1::IErrorRecorder* recorder);
+
+// What TensorRT returns for a failed shape query.
+inline nvinfer1::Dims invalid_dims() {
+  nvinfer1::Dims d{};
+  d.nbDims = -1;
+  return d;
+}
+inline nvinfer1::Dims to_dims(const Shape& s) {
+  nvinfer1::Dims d{};
+  d.nbDims = s.rank;
+  for (int32_t i = 0; i < s.rank; ++i) d.d[i] = s.d[i];
+  return d;
+}
 
 class EngineImpl final : public nvinfer1::ICudaEngine {
  public:

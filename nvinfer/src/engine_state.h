@@ -13,9 +13,9 @@
 
 #include <NvInferRuntime.h>
 
-#include "model.h"
 #include "engine_impl.h"
 #include "etrt_gpufree/trace.h"
+#include "model.h"
 
 namespace etrt::gpufree {
 
@@ -94,7 +94,7 @@ struct DeviceOrder {
 
 // A context of the engine behind `state`; `owned` is its scratch unless `user_managed`; `order` is empty in host
 // mode.
-nvinfer1::IExecutionContext* make_context(const EngineImpl& engine, std::shared_ptr<EngineImpl::State> state, uint64_t id,
-                                               bool user_managed, ScratchBuffer owned, DeviceOrder order);
+nvinfer1::IExecutionContext* make_context(const EngineImpl& engine, std::shared_ptr<EngineImpl::State> state,
+                                          uint64_t id, bool user_managed, ScratchBuffer owned, DeviceOrder order);
 
 }  // namespace etrt::gpufree

@@ -216,6 +216,13 @@ int32_t Model::num_inputs() const {
   return n;
 }
 
+int32_t Model::find_io(const char* name) const {
+  if (name == nullptr) return -1;
+  for (size_t i = 0; i < io.size(); ++i)
+    if (io[i].name == name) return static_cast<int32_t>(i);
+  return -1;
+}
+
 std::vector<int32_t> Model::input_ordinals() const {
   std::vector<int32_t> ordinals(io.size(), -1);
   int32_t k = 0;

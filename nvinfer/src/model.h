@@ -69,6 +69,8 @@ struct Model {
   int32_t num_inputs() const;
   // io_index -> k for inputs, -1 for outputs.
   std::vector<int32_t> input_ordinals() const;
+  // The IO index of the tensor named `name`, or -1 (also for null).
+  int32_t find_io(const char* name) const;
   int32_t num_tensors() const { return static_cast<int32_t>(io.size() + constants.size() + intermediates.size()); }
   int32_t constant_id(size_t i) const { return static_cast<int32_t>(io.size() + i); }
   int32_t intermediate_id(size_t i) const { return static_cast<int32_t>(io.size() + constants.size() + i); }

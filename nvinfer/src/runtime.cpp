@@ -3,7 +3,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <cstring>
 #include <mutex>
 #include <new>
 
@@ -21,19 +20,6 @@ namespace {
 
 std::atomic<uint64_t> g_next_engine_id{1};
 std::atomic<uint64_t> g_next_context_id{1};
-
-nvinfer1::Dims invalid_dims() {
-  nvinfer1::Dims d{};
-  d.nbDims = -1;
-  return d;
-}
-
-nvinfer1::Dims to_dims(const Shape& s) {
-  nvinfer1::Dims d{};
-  d.nbDims = s.rank;
-  for (int32_t i = 0; i < s.rank; ++i) d.d[i] = s.d[i];
-  return d;
-}
 
 nvinfer1::DataType to_nv(DataType t) {
   switch (t) {
@@ -66,11 +52,7 @@ class RuntimeImpl final : public nvinfer1::IRuntime {
     return EngineImpl::deserialize(blob, size, sink_);
   }
 
-  void setErrorRecorder(nvinfer1::IErrorRecorder* recorder) noexcept override {
-    retain(recorder);
-    release(sink_.recorder);
-    sink_.recorder = recorder;
-  }
+  void setErrorRecorder(nvinfer1::IErrorRecorder* recorder) noexcept override { sink_.set_recorder(recorder); }
   nvinfer1::IErrorRecorder* getErrorRecorder() const noexcept override { return sink_.recorder; }
   nvinfer1::ILogger* getLogger() const noexcept override { return sink_.logger; }
 
@@ -88,6 +70,18 @@ void ErrorSink::report(nvinfer1::ErrorCode code, const std::string& message) con
                                                              : nvinfer1::ILogger::Severity::kERROR,
                 message.c_str());
   }
+}
+
+void ErrorSink::set_recorder(nvinfer1::IErrorRecorder* next) {
+  retain(next);
+  release(recorder);
+  recorder = next;
+}
+
+void ErrorSink::report_unknown_tensor(const char* call, const std::string& label, const char* name) const {
+  report(nvinfer1::ErrorCode::kINVALID_ARGUMENT, std::string(call) + ": engine '" + label +
+                                                     "' has no IO tensor named '" +
+                                                     (name != nullptr ? name : "(null)") + "'");
 }
 
 void retain(nvinfer1::IErrorRecorder* recorder) {
@@ -129,15 +123,9 @@ EngineImpl::~EngineImpl() noexcept {
 }
 
 int32_t EngineImpl::lookup(char const* name, const char* call) const {
-  const Model& m = state_->model;
-  if (name != nullptr) {
-    for (size_t i = 0; i < m.io.size(); ++i)
-      if (std::strcmp(m.io[i].name.c_str(), name) == 0) return static_cast<int32_t>(i);
-  }
-  state_->sink.report(nvinfer1::ErrorCode::kINVALID_ARGUMENT,
-                      std::string(call) + ": engine '" + m.label + "' has no IO tensor named '" +
-                          (name != nullptr ? name : "(null)") + "'");
-  return -1;
+  const int32_t i = state_->model.find_io(name);
+  if (i < 0) state_->sink.report_unknown_tensor(call, state_->model.label, name);
+  return i;
 }
 
 int32_t EngineImpl::getNbIOTensors() const noexcept { return state_->model.num_io(); }
@@ -149,11 +137,10 @@ char const* EngineImpl::getIOTensorName(int32_t index) const noexcept {
 
 nvinfer1::TensorIOMode EngineImpl::getTensorIOMode(char const* tensorName) const noexcept {
   // TensorRT answers kNONE for a name that is not an IO tensor, without reporting an error.
-  const Model& m = state_->model;
-  if (tensorName != nullptr)
-    for (const TensorDesc& t : m.io)
-      if (t.name == tensorName) return t.is_input ? nvinfer1::TensorIOMode::kINPUT : nvinfer1::TensorIOMode::kOUTPUT;
-  return nvinfer1::TensorIOMode::kNONE;
+  const int32_t i = state_->model.find_io(tensorName);
+  if (i < 0) return nvinfer1::TensorIOMode::kNONE;
+  return state_->model.io[static_cast<size_t>(i)].is_input ? nvinfer1::TensorIOMode::kINPUT
+                                                           : nvinfer1::TensorIOMode::kOUTPUT;
 }
 
 nvinfer1::DataType EngineImpl::getTensorDataType(char const* tensorName) const noexcept {
@@ -208,9 +195,8 @@ nvinfer1::Dims EngineImpl::getProfileShape(char const* tensorName, int32_t profi
   const int32_t n = getNbOptimizationProfiles();
   if (profileIndex < 0 || profileIndex >= n) {
     state_->sink.report(nvinfer1::ErrorCode::kINVALID_ARGUMENT,
-                        "getProfileShape('" + m.io[static_cast<size_t>(i)].name + "', " +
-                            std::to_string(profileIndex) + "): engine '" + m.label + "' has " + std::to_string(n) +
-                            " profile(s)");
+                        "getProfileShape('" + m.io[static_cast<size_t>(i)].name + "', " + std::to_string(profileIndex) +
+                            "): engine '" + m.label + "' has " + std::to_string(n) + " profile(s)");
     return invalid_dims();
   }
   if (!m.io[static_cast<size_t>(i)].is_input) {
@@ -218,8 +204,8 @@ nvinfer1::Dims EngineImpl::getProfileShape(char const* tensorName, int32_t profi
                         "getProfileShape('" + m.io[static_cast<size_t>(i)].name + "'): not an input");
     return invalid_dims();
   }
-  const InputRange& r =
-      m.profiles[static_cast<size_t>(profileIndex)][static_cast<size_t>(state_->input_ordinals[static_cast<size_t>(i)])];
+  const InputRange& r = m.profiles[static_cast<size_t>(profileIndex)]
+                                  [static_cast<size_t>(state_->input_ordinals[static_cast<size_t>(i)])];
   switch (select) {
     case nvinfer1::OptProfileSelector::kMIN: return to_dims(r.min);
     case nvinfer1::OptProfileSelector::kOPT: return to_dims(r.opt);
@@ -242,11 +228,7 @@ int64_t EngineImpl::getDeviceMemorySizeForProfileV2(int32_t profileIndex) const 
   return getDeviceMemorySizeV2();
 }
 
-void EngineImpl::setErrorRecorder(nvinfer1::IErrorRecorder* recorder) noexcept {
-  retain(recorder);
-  release(state_->sink.recorder);
-  state_->sink.recorder = recorder;
-}
+void EngineImpl::setErrorRecorder(nvinfer1::IErrorRecorder* recorder) noexcept { state_->sink.set_recorder(recorder); }
 nvinfer1::IErrorRecorder* EngineImpl::getErrorRecorder() const noexcept { return state_->sink.recorder; }
 
 bool EngineImpl::runs_on_host() const { return !state_->device_mode(); }
@@ -351,14 +333,12 @@ EngineImpl* EngineImpl::deserialize(const void* data, size_t size, const ErrorSi
   return new (std::nothrow) EngineImpl(std::move(state));
 }
 
-
 }  // namespace etrt::gpufree
 
 extern "C" ETRT_GPUFREE_API void* etrt_gpufree_createInferRuntime(void* logger, int32_t version) noexcept {
   auto* log = static_cast<nvinfer1::ILogger*>(logger);
   if (etrt::gpufree::detail::fault_fires(etrt::gpufree::Call::kCreateInferRuntime, std::string())) {
-    if (log != nullptr)
-      log->log(nvinfer1::ILogger::Severity::kINTERNAL_ERROR, "injected fault: createInferRuntime");
+    if (log != nullptr) log->log(nvinfer1::ILogger::Severity::kINTERNAL_ERROR, "injected fault: createInferRuntime");
     return nullptr;
   }
   if (version != NV_TENSORRT_VERSION) {
