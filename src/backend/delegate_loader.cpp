@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "backend/host_staging.h"
+#include "backend/staging.h"
 #include "backend/signature_check.h"
 #include "blob/blob.h"
 #include "engine/tensorrt/tensorrt_engine.h"

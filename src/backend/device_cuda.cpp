@@ -12,7 +12,7 @@
 
 #include "backend/device.h"
 #include "backend/diagnostics.h"
-#include "backend/host_staging.h"
+#include "backend/staging.h"
 #include "etrt/stream_guard.h"
 
 namespace etrt::backend {
@@ -159,16 +159,7 @@ bool prepare_device_state(DeviceState* state, int device_id, const std::vector<s
                           std::string* error) {
   state->device = true;
   state->device_id = device_id;
-  state->staging.clear();
-  state->staging.reserve(staging_bytes.size());
-  for (size_t k = 0; k < staging_bytes.size(); ++k) {
-    state->staging.emplace_back();
-    if (!state->staging.back().allocate(engine::MemoryKind::kDevice, staging_bytes[k], error)) {
-      *error = "staging buffer for delegate argument " + std::to_string(k) + ": " + *error;
-      return false;
-    }
-  }
-  state->staged.assign(staging_bytes.size(), 0);
+  if (!make_staging_buffers(state, engine::MemoryKind::kDevice, staging_bytes, error)) return false;
   cudaEvent_t event = nullptr;
   // No timing: a timing event costs more to record, and this one only orders work.
   const cudaError_t status = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
@@ -238,7 +229,8 @@ bool DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input,
   const size_t bytes = tensor.nbytes();
   int device = -1;
   const Placement placement = placement_of(tensor, data, &device);
-  if (placement == Placement::kDevice || placement == Placement::kManaged) {
+  const bool on_device = placement == Placement::kDevice || placement == Placement::kManaged;
+  if (on_device) {
     if (placement == Placement::kDevice && device != state_.device_id) {
       report_error(delegate_,
                    "%s '%s' is in memory of CUDA device %d, but this delegate runs on device %d (device_id in its "
@@ -253,13 +245,9 @@ bool DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input,
     // Device memory TensorRT would refuse for its alignment (ExecuTorch plans 16 bytes): staged on the device.
   }
   DeviceBuffer& staging = state_.staging[k];
-  if (bytes > staging.size()) {
-    report_error(delegate_,
-                 "%s '%s' needs %zu bytes, more than the %zu bytes etrt staged for it at load (its size at every "
-                 "profile's largest input shapes); pass it in device memory instead",
-                 role, name, bytes, staging.size());
-    return false;
-  }
+  const char* instead =
+      on_device ? "256-byte-aligned device memory instead, which is bound in place" : "device memory instead";
+  if (!fits_staging(state_, delegate_, k, bytes, role, name, instead)) return false;
   if (data == nullptr && bytes > 0) {
     report_error(delegate_,
                  "%s '%s' has no memory (a null data pointer for %zu bytes): ExecuTorch planned none for it; give "

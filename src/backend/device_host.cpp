@@ -5,7 +5,7 @@
 #include <new>
 
 #include "backend/device.h"
-#include "backend/host_staging.h"
+#include "backend/staging.h"
 
 namespace etrt::backend {
 

@@ -1,25 +1,40 @@
-#include "backend/host_staging.h"
+#include "backend/staging.h"
 
 #include <cstdint>
 #include <cstring>
 
 #include "backend/diagnostics.h"
-#include "engine/engine.h"
 
 namespace etrt::backend {
 
-bool prepare_host_staging(DeviceState* state, const std::vector<size_t>& staging_bytes, std::string* error) {
+bool make_staging_buffers(DeviceState* state, engine::MemoryKind kind, const std::vector<size_t>& staging_bytes,
+                          std::string* error) {
   state->staging.clear();
   state->staging.reserve(staging_bytes.size());
   for (size_t k = 0; k < staging_bytes.size(); ++k) {
     state->staging.emplace_back();
-    if (!state->staging.back().allocate(engine::MemoryKind::kHost, staging_bytes[k], error)) {
+    if (!state->staging.back().allocate(kind, staging_bytes[k], error)) {
       *error = "staging buffer for delegate argument " + std::to_string(k) + ": " + *error;
       return false;
     }
   }
   state->staged.assign(staging_bytes.size(), 0);
   return true;
+}
+
+bool fits_staging(const DeviceState& state, const char* delegate, size_t k, size_t bytes, const char* role,
+                  const char* name, const char* instead) {
+  const size_t capacity = state.staging[k].size();
+  if (bytes <= capacity) return true;
+  report_error(delegate,
+               "%s '%s' needs %zu bytes, more than the %zu bytes etrt staged for it at load (its size at every "
+               "profile's largest input shapes); pass it in %s",
+               role, name, bytes, capacity, instead);
+  return false;
+}
+
+bool prepare_host_staging(DeviceState* state, const std::vector<size_t>& staging_bytes, std::string* error) {
+  return make_staging_buffers(state, engine::MemoryKind::kHost, staging_bytes, error);
 }
 
 bool bind_host(DeviceState& state, const char* delegate, size_t k, executorch::aten::Tensor& tensor, bool is_input,
@@ -31,17 +46,13 @@ bool bind_host(DeviceState& state, const char* delegate, size_t k, executorch::a
     return true;
   }
   const size_t bytes = tensor.nbytes();
-  DeviceBuffer& staging = state.staging[k];
-  if (bytes > staging.size()) {
-    report_error(delegate,
-                 "%s '%s' needs %zu bytes, more than the %zu bytes etrt staged for it at load (its size at every "
-                 "profile's largest input shapes); pass it in %zu-byte-aligned memory, which is bound in place",
-                 is_input ? "input" : "output", name, bytes, staging.size(), engine::kIoAddressAlignment);
+  if (!fits_staging(state, delegate, k, bytes, is_input ? "input" : "output", name,
+                    "256-byte-aligned memory instead, which is bound in place"))
     return false;
-  }
-  if (is_input && bytes > 0) std::memcpy(staging.data(), data, bytes);
+  void* staging = state.staging[k].data();
+  if (is_input && bytes > 0) std::memcpy(staging, data, bytes);
   state.staged[k] = 1;
-  *address = staging.data();
+  *address = staging;
   return true;
 }
 

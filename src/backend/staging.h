@@ -1,0 +1,40 @@
+#pragma once
+// Staging buffers: one per delegate argument, made at load at the size the
+// argument can reach, through which etrt copies what TensorRT cannot take in
+// place. Device engines stage host memory and device memory that breaks
+// TensorRT's I/O alignment rule (engine::kIoAddressAlignment; device_cuda.cpp);
+// host engines (the GPU-free NvInfer implementation's host mode) stage only
+// what breaks the alignment rule -- ExecuTorch plans 16-byte alignment. The
+// pieces both builds share are here; no CUDA.
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <executorch/runtime/core/exec_aten/exec_aten.h>
+
+#include "backend/device.h"
+#include "engine/engine.h"
+
+namespace etrt::backend {
+
+// Makes one buffer of `kind` per delegate argument, `staging_bytes[k]` each, and clears the staged flags.
+bool make_staging_buffers(DeviceState* state, engine::MemoryKind kind, const std::vector<size_t>& staging_bytes,
+                          std::string* error);
+
+// True when argument `k` (`bytes` long) fits its staging buffer; otherwise reports, naming the argument and
+// `instead` (the memory the caller can pass to avoid staging, e.g. "device memory instead"), and returns false.
+bool fits_staging(const DeviceState& state, const char* delegate, size_t k, size_t bytes, const char* role,
+                  const char* name, const char* instead);
+
+// Host engines: the staging buffers, in host memory.
+bool prepare_host_staging(DeviceState* state, const std::vector<size_t>& staging_bytes, std::string* error);
+
+// The address a host engine gets for argument `k`; inputs that need staging are copied now.
+bool bind_host(DeviceState& state, const char* delegate, size_t k, executorch::aten::Tensor& tensor, bool is_input,
+               const char* name, void** address);
+
+// After the enqueue: copies staged outputs back into their tensors.
+void copy_back_host(DeviceState& state, executorch::aten::Tensor* const* tensors, size_t first_output, size_t count);
+
+}  // namespace etrt::backend
