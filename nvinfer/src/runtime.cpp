@@ -41,10 +41,6 @@ class RuntimeImpl final : public nvinfer1::IRuntime {
   ~RuntimeImpl() noexcept override { release(sink_.recorder); }
 
   nvinfer1::ICudaEngine* deserializeCudaEngine(void const* blob, std::size_t size) noexcept override {
-    if (detail::fault_fires(Call::kDeserializeCudaEngine, std::string())) {
-      sink_.report(nvinfer1::ErrorCode::kINTERNAL_ERROR, "injected fault: deserializeCudaEngine");
-      return nullptr;
-    }
     if (blob == nullptr || size == 0) {
       sink_.report(nvinfer1::ErrorCode::kINVALID_ARGUMENT, "deserializeCudaEngine: no engine bytes (null or empty)");
       return nullptr;
@@ -319,6 +315,11 @@ EngineImpl* EngineImpl::deserialize(const void* data, size_t size, const ErrorSi
   std::string error;
   if (!deserialize_model(data, size, &state->model, &error) || !plan_memory(state->model, &state->plan, &error)) {
     sink.report(nvinfer1::ErrorCode::kINVALID_ARGUMENT, "deserializeCudaEngine: " + error);
+    return nullptr;
+  }
+  // Once the bytes are parsed the engine's label is known, so a fault can be scoped to it like every other.
+  if (detail::fault_fires(Call::kDeserializeCudaEngine, state->model.label)) {
+    sink.report(nvinfer1::ErrorCode::kINTERNAL_ERROR, "injected fault: deserializeCudaEngine");
     return nullptr;
   }
   state->sink = sink;

@@ -84,6 +84,28 @@ TEST_F(ReferenceFault, DeserializeCudaEngine) {
   EXPECT_EQ(logits_, expected_logits(token));
 }
 
+TEST_F(ReferenceFault, ADeserializeFaultScopedToALabelFiresOnlyOnThatEnginesBytes) {
+  const int64_t fired = faults_fired();
+  inject_fault(Call::kDeserializeCudaEngine, 1, label_);
+  // Another engine's bytes load, and do not use up the fault.
+  const std::vector<uint8_t> other = build_or_fail(llm_builder(label_ + ".other"));
+  EXPECT_NE(load(other), nullptr);
+  clear_trace(label_ + ".other");
+  // Malformed bytes fail on their own and do not use it up either.
+  std::string error;
+  const std::vector<uint8_t> cut(bytes_.begin(), bytes_.begin() + 30);
+  EXPECT_EQ(engine::tensorrt::deserialize(cut.data(), cut.size(), 0, &error), nullptr);
+  EXPECT_FALSE(has(error, "injected fault")) << error;
+  EXPECT_EQ(faults_fired(), fired);
+  // This engine's bytes: the fault fires.
+  EXPECT_EQ(engine::tensorrt::deserialize(bytes_.data(), bytes_.size(), 0, &error), nullptr);
+  EXPECT_TRUE(has(error, "injected fault: deserializeCudaEngine")) << error;
+  EXPECT_EQ(faults_fired(), fired + 1);
+  EXPECT_TRUE(events_of(label_, TraceKind::kLoadEngine).empty()) << dump(label_);
+  load_with_context();
+  EXPECT_EQ(events_of(label_, TraceKind::kLoadEngine).size(), 1u);
+}
+
 TEST_F(ReferenceFault, CreateExecutionContext) {
   engine_ = load(bytes_);
   ASSERT_NE(engine_, nullptr);

@@ -38,7 +38,9 @@ ETRT_GPUFREE_API const char* to_string(Call call);
 
 // Arms a fault: the `nth` next call of `call` (1 = the very next) on any engine
 // whose label is `label` (empty: any engine; kCreateInferRuntime ignores it)
-// fails. One armed fault per call kind; arming again replaces it.
+// fails. deserializeCudaEngine counts only calls whose bytes parse (the label
+// is in them); malformed bytes fail on their own. One armed fault per call
+// kind; arming again replaces it.
 ETRT_GPUFREE_API void inject_fault(Call call, int64_t nth = 1, const std::string& label = "");
 // Disarms every fault.
 ETRT_GPUFREE_API void clear_faults();
