@@ -73,6 +73,7 @@ class ReferenceTensor:
     is_shape_tensor: bool
     dtype: str
     shape: Tuple[int, ...]  # -1 marks a dynamic dim
+    on_host: bool = False  # getTensorLocation says kHOST (IO flags bit 1)
 
 
 @dataclass(frozen=True)
@@ -226,7 +227,8 @@ def read_reference_engine(data: bytes) -> ReferenceEngine:
             raise ReferenceEngineError(f"reference engine: IO tensor '{name}' has unknown dtype {dtype}")
         if any(t.name == name for t in io):
             raise ReferenceEngineError(f"reference engine: IO tensor name '{name}' is used twice")
-        io.append(ReferenceTensor(name, is_input, is_shape, DTYPES[dtype], r.shape("an IO tensor shape")))
+        io.append(ReferenceTensor(name, is_input, is_shape, DTYPES[dtype], r.shape("an IO tensor shape"),
+                                  on_host=bool(io_flags & 2)))
 
     n_const = r.count(4 + 1 + 8, "constant")
     for _ in range(n_const):

@@ -542,6 +542,10 @@ class _Checker:
             if t.is_shape_tensor:
                 problems.append(f"input '{t.name}' is a TensorRT shape tensor, which etrt does not support as "
                                 "delegate IO")
+        for t in eng.io:
+            if t.on_host and not t.is_shape_tensor:
+                problems.append(f"'{t.name}' is placed on the host (getTensorLocation returned kHOST) and is not a "
+                                "shape tensor; etrt binds device memory only")
         if problems:
             self.add(ERROR, "engine-mismatch",
                      f"{label}: the blob and its reference engine do not belong together ("

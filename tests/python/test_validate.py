@@ -272,6 +272,15 @@ def test_blob_bindings_that_do_not_match_the_reference_engine_fail():
     assert "'tokens', which the engine does not have" in r.errors[0].message
 
 
+def test_an_io_tensor_placed_on_the_host_fails_as_the_runtime_refuses_it():
+    eng = B.ref_engine("dec", REF_IN, REF_OUT, REF_PROFILES, on_host=[REF_OUT[0][0]])
+    assert read_reference_engine(eng).io[1].on_host
+    r = validate_program(_ref_program(engine=eng))
+    (e,) = r.errors
+    assert e.code == "engine-mismatch"
+    assert f"'{REF_OUT[0][0]}' is placed on the host (getTensorLocation returned kHOST)" in e.message
+
+
 def test_damaged_reference_engine_is_bad_input():
     eng = bytearray(B.ref_engine("dec", REF_IN, REF_OUT, REF_PROFILES))
     eng[-1] ^= 0xFF
