@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "blob/blob.h"
 #include "etrt_gpufree/builder.h"
 #include "fixtures.h"
 #include "refkit/refkit.h"
@@ -81,6 +82,25 @@ bool write_blob(const std::string& name, const std::vector<uint8_t>& engine, boo
                 const std::function<void(etrt::blob::Metadata&)>& edit = nullptr) {
   std::string error;
   auto blob = engine.empty() ? engine : etrt::refkit::blob_for_engine(engine, with_signature, &error, edit);
+  if (blob.empty() || !etrt::refkit::write_file(g_dir + "/" + name + ".blob", blob, &error)) {
+    std::fprintf(stderr, "make_fixtures: %s: %s\n", name.c_str(), error.c_str());
+    return false;
+  }
+  return true;
+}
+
+// A blob around `engine` with the metadata of `twin`, an engine with the same IO and profiles: for engines the
+// adapter refuses to open, which blob_for_engine therefore cannot describe.
+bool write_blob_described_by(const std::string& name, const std::vector<uint8_t>& engine,
+                             const std::vector<uint8_t>& twin) {
+  std::string error = "no engine";
+  etrt::blob::Metadata metadata;
+  std::vector<uint8_t> blob;
+  if (!engine.empty() && !twin.empty() &&
+      !etrt::refkit::blob_for_engine(twin, true, &error, [&](etrt::blob::Metadata& m) { metadata = m; }).empty()) {
+    blob = etrt::blob::write_blob(metadata, engine.data(), engine.size());
+    if (blob.empty()) error = "write_blob refused the twin's metadata";
+  }
   if (blob.empty() || !etrt::refkit::write_file(g_dir + "/" + name + ".blob", blob, &error)) {
     std::fprintf(stderr, "make_fixtures: %s: %s\n", name.c_str(), error.c_str());
     return false;
@@ -228,6 +248,35 @@ bool refusal_fixtures() {
   return ok;
 }
 
+// Programs only the CPU suite's adapter and fault tests need (tests/backend/module_adapter_test.cpp,
+// module_fault_test.cpp).
+bool adapter_fixtures() {
+  bool ok = true;
+  // Unplanned IO: the runner's own memory is what the delegate sees, so a test can hand it a misaligned buffer.
+  ok &= write_blob("unplanned_io", llm_engine("unplanned_io", kLlmProfiles)) &&
+        llm_spec("unplanned_io", "unplanned_io", 2048, 2048, /*planned=*/false);
+  // An input, and an output, that getTensorLocation reports as kHOST without being shape tensors: refused at load.
+  // The adapter refuses to open such an engine, so the blob's metadata is that of its twin without the placement.
+  const struct {
+    const char* name;
+    const char* tensor;
+  } placements[] = {{"host_input", "x"}, {"host_output", "y"}};
+  for (const auto& placement : placements) {
+    const std::string name = placement.name;
+    Builder b(name);
+    b.add_input("x", DataType::kFloat32, make_shape({1, 4}))
+        .add_output("y", DataType::kFloat32, make_shape({1, 4}))
+        .scale("x", 2.0f, "y")
+        .set_memory_kind(g_kind);
+    const std::vector<uint8_t> twin = built(b, name);
+    b.place_on_host(placement.tensor);
+    ok &= write_blob_described_by(name, built(b, name), twin) &&
+          write_spec(name, {tensor("x", "float32", {1, 4}, false), tensor("y", "float32", {1, 4}, false)}, {"x"}, {"y"},
+                     {trt_call(name, {"x", "y"})});
+  }
+  return ok;
+}
+
 // Variants only the CUDA path needs (tests/gpu, bench/gpu).
 bool cuda_fixtures() {
   bool ok = true;
@@ -268,6 +317,6 @@ int main(int argc, char** argv) {
   }
   g_dir = argv[argc - 1];
   g_kind = cuda ? MemoryKind::kDevice : MemoryKind::kHost;
-  const bool ok = shared_fixtures() && (cuda ? cuda_fixtures() : refusal_fixtures());
+  const bool ok = shared_fixtures() && (cuda ? cuda_fixtures() : refusal_fixtures() && adapter_fixtures());
   return ok ? 0 : 1;
 }

@@ -38,8 +38,6 @@ using namespace ::etrt::module_test;  // token_ids, run_ids, expect_logits, coun
 constexpr int32_t kDecode = 0;
 constexpr int32_t kPrefill = 1;
 
-std::string fixture(const std::string& name) { return std::string(ETRT_FIXTURE_DIR) + "/" + name + ".pte"; }
-
 class ModuleTest : public ::testing::Test {
  protected:
   // Loads `name`.pte, its methods and delegates, and clears the engine's trace

@@ -5,17 +5,35 @@
 
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
+#include <executorch/runtime/backend/options.h>
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "etrt_gpufree/trace.h"
+#include "etrt/options.h"
 #include "etrt/report.h"
+#include "etrt_gpufree/trace.h"
 #include "fixtures.h"
 
 namespace etrt::module_test {
+
+#ifdef ETRT_FIXTURE_DIR
+// The CPU suite's fixture `name`.pte in the build tree.
+inline std::string fixture(const std::string& name) { return std::string(ETRT_FIXTURE_DIR) + "/" + name + ".pte"; }
+#endif
+
+// Load options that select the context_per_profile strategy, for Module::load(map); the map points into
+// `options`, so keep the object alive across the load.
+struct ContextPerProfileOptions {
+  ::executorch::runtime::BackendOptions<1> options;
+  ::executorch::runtime::LoadBackendOptionsMap map;
+  ContextPerProfileOptions() {
+    EXPECT_EQ(options.set_option(kOptionProfileStrategy, kStrategyContextPerProfile), ::executorch::runtime::Error::Ok);
+    EXPECT_EQ(map.set_options(kBackendId, options.view()), ::executorch::runtime::Error::Ok);
+  }
+};
 
 inline std::vector<int64_t> token_ids(size_t n) {
   std::vector<int64_t> ids(n);
@@ -67,6 +85,21 @@ inline int64_t count(const std::string& label, gpufree::TraceKind kind) {
   int64_t n = 0;
   for (const auto& e : gpufree::trace_events(label)) n += e.kind == kind;
   return n;
+}
+
+// The events of `label` of one kind that succeeded (`ok`) or were refused.
+inline std::vector<gpufree::TraceEvent> events_of(const std::string& label, gpufree::TraceKind kind, bool ok) {
+  std::vector<gpufree::TraceEvent> out;
+  for (const auto& e : gpufree::trace_events(label))
+    if (e.kind == kind && e.ok == ok) out.push_back(e);
+  return out;
+}
+
+// The trace of `label`, one event a line, for failure messages.
+inline std::string trace_text(const std::string& label) {
+  std::string text;
+  for (const auto& e : gpufree::trace_events(label)) text += "  " + gpufree::to_string(e) + "\n";
+  return text.empty() ? "  (no events)\n" : text;
 }
 
 // set_optimization_profile calls the engine received (the tests clear traces after load).
