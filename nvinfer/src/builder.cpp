@@ -56,6 +56,16 @@ Builder& Builder::place_on_host(const std::string& tensor) {
   return *this;
 }
 
+Builder& Builder::mark_data_dependent(const std::string& output) {
+  for (IoSpec& t : io_)
+    if (!t.is_input && t.name == output) {
+      t.data_dependent = true;
+      return *this;
+    }
+  note_error("mark_data_dependent('" + output + "'): no output of that name has been added");
+  return *this;
+}
+
 int32_t Builder::add_profile() { return num_profiles_++; }
 
 Builder& Builder::set_profile_shape(int32_t profile, const std::string& input, const Shape& min, const Shape& opt,
@@ -135,6 +145,7 @@ std::vector<uint8_t> Builder::build(std::string* error) const {
     d.shape = t.shape;
     d.is_shape_tensor = t.is_shape_tensor;
     d.on_host = t.on_host;
+    d.data_dependent = t.data_dependent;
     m.io.push_back(std::move(d));
   }
   for (const ConstantSpec& c : constants_) m.constants.push_back({c.name, c.shape, c.values});

@@ -241,6 +241,10 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
       return false;
     }
     *out = shapes_[i];
+    // A data-dependent output's dynamic dims stay unknown until it has run, as in TensorRT.
+    if (t.data_dependent)
+      for (int32_t d = 0; d < t.shape.rank; ++d)
+        if (t.shape.d[d] < 0) out->d[d] = -1;
     return true;
   }
 
@@ -450,6 +454,9 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
       if (!address_set_[i])
         return refuse("enqueue: " + std::string(t.is_input ? "input" : "output") + " '" + t.name +
                       "' has no address; call set_tensor_address for every IO tensor");
+      if (t.data_dependent)
+        return refuse("enqueue: output '" + t.name +
+                      "' has a data-dependent shape, which needs an IOutputAllocator; this implementation has none");
     }
     if (!scratch_set_)
       return refuse(

@@ -152,10 +152,11 @@ bool decode_payload(Reader& r, Model* m) {
     t.name = r.str("an IO tensor name");
     t.is_input = r.u8() != 0;
     const uint8_t io_flags = r.u8();
-    if (r.ok() && (io_flags & ~uint8_t{3}) != 0)
+    if (r.ok() && (io_flags & ~uint8_t{7}) != 0)
       return r.failed(false, "IO tensor '" + t.name + "' has unknown io_flags " + std::to_string(io_flags));
     t.is_shape_tensor = (io_flags & 1) != 0;
     t.on_host = (io_flags & 2) != 0;
+    t.data_dependent = (io_flags & 4) != 0;
     uint8_t dtype = r.u8();
     if (r.ok() && !valid_dtype(dtype))
       return r.failed(false, "IO tensor '" + t.name + "' has unknown dtype " + std::to_string(dtype));
@@ -241,7 +242,7 @@ std::vector<uint8_t> serialize(const Model& m) {
   for (const TensorDesc& t : m.io) {
     w.str(t.name);
     w.u8(t.is_input ? 1 : 0);
-    w.u8(static_cast<uint8_t>((t.is_shape_tensor ? 1 : 0) | (t.on_host ? 2 : 0)));
+    w.u8(static_cast<uint8_t>((t.is_shape_tensor ? 1 : 0) | (t.on_host ? 2 : 0) | (t.data_dependent ? 4 : 0)));
     w.u8(static_cast<uint8_t>(t.dtype));
     w.shape(t.shape);
   }

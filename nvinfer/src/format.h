@@ -18,7 +18,8 @@
 //     u32  profile count,      then per profile, per input in IO order: shape min, shape opt, shape max
 //     u32  op count,           then per op: u8 kind, i32 a, i32 b, i32 out, f32 factor
 //   shape = u8 rank + rank x i64
-//   IO flags: bit 0 shape tensor, bit 1 located on the host (getTensorLocation kHOST)
+//   IO flags: bit 0 shape tensor, bit 1 located on the host (getTensorLocation kHOST), bit 2 data-dependent output
+//   shape
 //
 // dtype is gpufree::DataType's value; op kinds are OpKind's values.
 

@@ -50,6 +50,8 @@ bool validate_structure(const Model& m, std::string* error) {
     if (!valid_shape(t.shape, true))
       return fail(error, "IO tensor '" + t.name + "' has an invalid shape " + shape_to_string(t.shape) + " (rank 0.." +
                              std::to_string(kMaxRank) + ", dims -1 or 0.." + std::to_string(kMaxDim) + ")");
+    if (t.is_input && t.data_dependent)
+      return fail(error, "input '" + t.name + "' is marked data-dependent; only outputs can be");
     if (!t.is_input && t.is_shape_tensor)
       return fail(error, "output '" + t.name + "' is marked as a shape tensor; only inputs can be");
     has_output = has_output || !t.is_input;

@@ -105,7 +105,8 @@ def _delegate(d: DelegateInfo, plan: Optional[Dict[str, Any]]) -> Dict[str, Any]
             "label": r.label, "version": r.version, "switch_cost_ns": r.switch_cost_ns,
             "requested_device_memory": r.requested_device_memory, "tracing": r.tracing,
             "io": [{"name": t.name, "is_input": t.is_input, "dtype": t.dtype, "shape": list(t.shape),
-                    "is_shape_tensor": t.is_shape_tensor, "on_host": t.on_host} for t in r.io],
+                    "is_shape_tensor": t.is_shape_tensor, "on_host": t.on_host,
+                    "data_dependent": t.data_dependent} for t in r.io],
             "num_profiles": r.num_profiles,
             "profiles": [[{"input": t.name, **b.to_dict()} for t, b in zip(r.inputs, prof)] for prof in r.profiles],
         }

@@ -17,7 +17,7 @@ docs/reference-engine.md); little-endian throughout::
       u8   flags                  bit 0: tracing on
       i64  switch cost, ns
       u64  requested device memory, bytes
-      u32  IO count,           then per tensor: str name, u8 is_input, u8 flags (bit 0 shape tensor, bit 1 on host), u8 dtype, shape
+      u32  IO count,           then per tensor: str name, u8 is_input, u8 flags (bit 0 shape tensor, bit 1 on host, bit 2 data-dependent), u8 dtype, shape
       u32  constant count,     then per constant: str name, shape, u64 value count, f32 values
       u32  intermediate count, then per tensor: str name, u8 dtype
       u32  profile count,      then per profile, per input in IO order: shape min, shape opt, shape max
@@ -74,6 +74,7 @@ class ReferenceTensor:
     dtype: str
     shape: Tuple[int, ...]  # -1 marks a dynamic dim
     on_host: bool = False  # getTensorLocation says kHOST (IO flags bit 1)
+    data_dependent: bool = False  # an output whose dynamic dims depend on input values (IO flags bit 2)
 
 
 @dataclass(frozen=True)
@@ -219,7 +220,7 @@ def read_reference_engine(data: bytes) -> ReferenceEngine:
         name = r.string("an IO tensor name")
         is_input = r.unpack("B", "is_input") != 0
         io_flags = r.unpack("B", "the IO flags")
-        if io_flags & ~3:
+        if io_flags & ~7:
             raise ReferenceEngineError(f"reference engine: IO tensor {name!r} has unknown flags {io_flags}")
         is_shape = bool(io_flags & 1)
         dtype = r.unpack("B", "a dtype")
@@ -228,7 +229,7 @@ def read_reference_engine(data: bytes) -> ReferenceEngine:
         if any(t.name == name for t in io):
             raise ReferenceEngineError(f"reference engine: IO tensor name '{name}' is used twice")
         io.append(ReferenceTensor(name, is_input, is_shape, DTYPES[dtype], r.shape("an IO tensor shape"),
-                                  on_host=bool(io_flags & 2)))
+                                  on_host=bool(io_flags & 2), data_dependent=bool(io_flags & 4)))
 
     n_const = r.count(4 + 1 + 8, "constant")
     for _ in range(n_const):

@@ -546,6 +546,9 @@ class _Checker:
             if t.on_host and not t.is_shape_tensor:
                 problems.append(f"'{t.name}' is placed on the host (getTensorLocation returned kHOST) and is not a "
                                 "shape tensor; etrt binds device memory only")
+            if t.data_dependent:
+                problems.append(f"output '{t.name}' has a data-dependent shape, which etrt cannot size before "
+                                "running")
         if problems:
             self.add(ERROR, "engine-mismatch",
                      f"{label}: the blob and its reference engine do not belong together ("

@@ -274,6 +274,21 @@ bool adapter_fixtures() {
           write_spec(name, {tensor("x", "float32", {1, 4}, false), tensor("y", "float32", {1, 4}, false)}, {"x"}, {"y"},
                      {trt_call(name, {"x", "y"})});
   }
+  // An output both of whose dims depend on the input values: once the input shape is set, its shape still reads
+  // [-1, -1] -- two unknown dims, whose product is positive.
+  {
+    Builder b("data_dependent");
+    b.add_input("x", DataType::kFloat32, make_shape({-1, -1}))
+        .add_output("y", DataType::kFloat32, make_shape({-1, -1}))
+        .identity("x", "y")
+        .mark_data_dependent("y")
+        .set_memory_kind(g_kind);
+    const int32_t p = b.add_profile();
+    b.set_profile_shape(p, "x", make_shape({1, 1}), make_shape({2, 2}), make_shape({4, 4}));
+    ok &= write_blob("data_dependent", built(b, "data_dependent")) &&
+          write_spec("data_dependent", {tensor("x", "float32", {4, 4}, true), tensor("y", "float32", {4, 4}, true)},
+                     {"x"}, {"y"}, {trt_call("data_dependent", {"x", "y"})});
+  }
   return ok;
 }
 

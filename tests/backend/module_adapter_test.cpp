@@ -433,6 +433,30 @@ TEST(ModuleAdapterTest, AnIoTensorPlacedOnTheHostIsRefusedAtLoadNamingGetTensorL
   }
 }
 
+// ---- (d) data-dependent output shapes ----
+
+TEST(ModuleAdapterTest, AnOutputWithUnknownDimsAfterEveryInputShapeIsSetIsRefusedClearly) {
+  // data_dependent: y = x, both dims of y data-dependent, so y reads [-1, -1] once x's shape is set -- two unknown
+  // dims, whose product is positive.
+  ref::clear_all_traces();
+  auto module = load("data_dependent");
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto result = module->forward(from_blob(x.data(), {2, 3}, ScalarType::Float));
+    EXPECT_EQ(result.error(), et::Error::NotSupported);
+    const std::string message = etrt::last_error_message();
+    EXPECT_THAT(message, HasSubstr("output 'y' has shape [-1,-1]"));
+    EXPECT_THAT(message, HasSubstr("data-dependent shape"));
+  }
+  // Refused before any address was bound or anything ran; the engine saw only shapes.
+  EXPECT_EQ(count("data_dependent", TraceKind::kSetTensorAddress), 0) << trace_text("data_dependent");
+  EXPECT_EQ(ref::count_enqueues("data_dependent"), 0) << trace_text("data_dependent");
+  EXPECT_EQ(ref::trace_counters("data_dependent").failures, 0) << trace_text("data_dependent");
+  // The runtime stays usable: another program runs.
+  auto llm = load("llm");
+  expect_logits(run_ids(*llm, token_ids(1)), token_ids(1));
+}
+
 TEST(ModuleAdapterTest, AShapeTensorIsRefusedInTheBackendsWordsNotAsAHostTensor) {
   // TensorRT reports shape tensors on the host too; they get the backend's own refusal, not the kHOST one.
   Module module(fixture("shape_tensor"));

@@ -169,6 +169,40 @@ TEST(AdapterLoad, ShapeTensorInputLoadsAndIsDescribedAsSuch) {
   EXPECT_FALSE(engine->io_tensor(2).is_shape_tensor);
 }
 
+TEST(AdapterLoad, ADataDependentOutputKeepsItsUnknownDimsAndCannotBeEnqueued) {
+  Builder b(test_label());
+  b.add_input("x", DataType::kFloat32, make_shape({-1, -1}))
+      .add_output("y", DataType::kFloat32, make_shape({-1, -1}))
+      .identity("x", "y")
+      .mark_data_dependent("y");
+  const int32_t p = b.add_profile();
+  b.set_profile_shape(p, "x", make_shape({1, 1}), make_shape({2, 2}), make_shape({4, 4}));
+  std::unique_ptr<Engine> engine = load(build_or_fail(b));
+  ASSERT_NE(engine, nullptr);
+  std::unique_ptr<ExecutionContext> context = engine->create_context({});
+  ASSERT_NE(context, nullptr) << engine->last_error();
+  ASSERT_TRUE(context->set_input_shape(0, make_shape({2, 3}))) << context->last_error();
+  Shape y;
+  ASSERT_TRUE(context->tensor_shape(1, &y)) << context->last_error();
+  EXPECT_EQ(y, make_shape({-1, -1}));
+  AlignedVector<float> x(6, 1.0f), out(16);
+  ASSERT_TRUE(context->set_tensor_address(0, x.data()) && context->set_tensor_address(1, out.data()))
+      << context->last_error();
+  EXPECT_FALSE(context->enqueue(nullptr));
+  EXPECT_TRUE(has(context->last_error(), "output 'y' has a data-dependent shape")) << context->last_error();
+}
+
+TEST(AdapterLoad, OnlyAnOutputCanBeDataDependent) {
+  Builder b(test_label());
+  b.add_input("x", DataType::kFloat32, make_shape({-1}))
+      .add_output("y", DataType::kFloat32, make_shape({-1}))
+      .identity("x", "y")
+      .mark_data_dependent("x");
+  std::string error;
+  EXPECT_TRUE(b.build(&error).empty());
+  EXPECT_TRUE(has(error, "mark_data_dependent('x'): no output of that name")) << error;
+}
+
 TEST(EngineDataType, SizesAndSpellingsRoundTrip) {
   using engine::DataType;
   const std::pair<DataType, size_t> kSizes[] = {

@@ -31,14 +31,15 @@ def _str(s: str) -> bytes:
 def ref_engine(label: str, inputs: Sequence[Tuple[str, str, Sequence[int]]],
                outputs: Sequence[Tuple[str, str, Sequence[int]]],
                profiles: Sequence[Sequence[Tuple[Sequence[int], Sequence[int], Sequence[int]]]],
-               *, shape_tensors: Sequence[str] = (), on_host: Sequence[str] = ()) -> bytes:
+               *, shape_tensors: Sequence[str] = (), on_host: Sequence[str] = (),
+               data_dependent: Sequence[str] = ()) -> bytes:
     """A reference engine whose outputs are identity copies of inputs.
     ``profiles[p][k]`` = (min, opt, max) of input k under profile p."""
     payload = _str(label) + struct.pack("<Bqq", 1, 0, 0)
     io = [(n, True, d, s) for n, d, s in inputs] + [(n, False, d, s) for n, d, s in outputs]
     payload += struct.pack("<I", len(io))
     for name, is_input, dtype, shape in io:
-        io_flags = (name in shape_tensors) | (name in on_host) << 1
+        io_flags = (name in shape_tensors) | (name in on_host) << 1 | (name in data_dependent) << 2
         payload += _str(name) + struct.pack("<BBB", is_input, io_flags, REF_DTYPES.index(dtype))
         payload += _shape(shape)
     payload += struct.pack("<I", 0) + struct.pack("<I", 0)  # constants, intermediates

@@ -281,6 +281,14 @@ def test_an_io_tensor_placed_on_the_host_fails_as_the_runtime_refuses_it():
     assert f"'{REF_OUT[0][0]}' is placed on the host (getTensorLocation returned kHOST)" in e.message
 
 
+def test_a_data_dependent_output_fails_as_the_runtime_refuses_it():
+    eng = B.ref_engine("dec", REF_IN, REF_OUT, REF_PROFILES, data_dependent=[REF_OUT[0][0]])
+    assert read_reference_engine(eng).io[1].data_dependent
+    (e,) = validate_program(_ref_program(engine=eng)).errors
+    assert e.code == "engine-mismatch"
+    assert f"output '{REF_OUT[0][0]}' has a data-dependent shape" in e.message
+
+
 def test_damaged_reference_engine_is_bad_input():
     eng = bytearray(B.ref_engine("dec", REF_IN, REF_OUT, REF_PROFILES))
     eng[-1] ^= 0xFF

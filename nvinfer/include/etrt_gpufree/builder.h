@@ -40,6 +40,9 @@ class ETRT_GPUFREE_API Builder {
   // Makes getTensorLocation() report kHOST for an IO tensor (TensorRT does so for shape tensors and for some
   // tensors it computes on the host); the data still flows like any other. Lets backends be tested on refusing it.
   Builder& place_on_host(const std::string& tensor);
+  // Makes an output's dynamic dims data-dependent: getTensorShape keeps them -1 after every input shape is set,
+  // and enqueueV3 refuses (this implementation has no IOutputAllocator). For testing backends on such engines.
+  Builder& mark_data_dependent(const std::string& output);
 
   // Appends an optimization profile and returns its index. Every input with a dynamic dim needs bounds on every
   // profile; fully static inputs get min = opt = max = their shape. With no profile added and every input
@@ -88,6 +91,7 @@ class ETRT_GPUFREE_API Builder {
     Shape shape;
     bool is_shape_tensor = false;
     bool on_host = false;
+    bool data_dependent = false;
   };
   struct BoundsSpec {
     int32_t profile;

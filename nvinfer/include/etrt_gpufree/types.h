@@ -36,6 +36,9 @@ struct TensorDesc {
   Shape shape;                   // -1 marks a dynamic dimension
   bool is_shape_tensor = false;  // a TensorRT shape tensor (IO of shape inference)
   bool on_host = false;          // getTensorLocation says kHOST (Builder::place_on_host)
+  // An output whose dynamic dims depend on the input values (Builder::mark_data_dependent): they read -1 even
+  // once every input shape is set, as TensorRT reports such outputs.
+  bool data_dependent = false;
 };
 
 }  // namespace etrt::gpufree
