@@ -62,7 +62,7 @@ struct Model {
   uint64_t requested_device_memory = 0;  // lower bound on device_memory_size()
   bool tracing = true;                   // record calls in the trace sink (see trace.h)
   // kHost: ops run on the CPU over host pointers. kDevice (CUDA mode): ops run as CUDA kernels on the enqueue's
-  // stream over device pointers, with the weights in device memory (see docs/reference-engine.md).
+  // stream over device pointers, with the weights in device memory (see nvinfer/README.md).
   MemoryKind memory_kind = MemoryKind::kHost;
 
   int32_t num_io() const { return static_cast<int32_t>(io.size()); }

@@ -2,7 +2,7 @@
 // Builds reference engines: declare IO tensors, optimization profiles,
 // constants and ops, then build() validates the graph and returns the
 // serialized engine -- bytes that go wherever a TensorRT plan would (a .pte's
-// TensorRT blob, etrt::engine::deserialize_engine).
+// TensorRT blob, IRuntime::deserializeCudaEngine).
 //
 //   Builder b("decoder");
 //   b.add_input("ids", DataType::kInt64, make_shape({1, -1}))

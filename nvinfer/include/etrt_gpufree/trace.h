@@ -1,20 +1,21 @@
 #pragma once
-// What reference engines really did, readable from anywhere in the process.
+// What the GPU-free NvInfer implementation's engines really did, readable from
+// anywhere in the process.
 //
 // Every call an engine or one of its contexts receives -- successful or
 // refused -- becomes a TraceEvent in a process-wide sink, filed under the
 // engine's label. A test that loads a .pte through ExecuTorch's Module, where
 // the engine object is hidden inside the backend, reads it back by label:
 //
-//   reference::clear_trace("decoder");
+//   gpufree::clear_trace("decoder");
 //   module.forward(prompt);
-//   EXPECT_EQ(reference::count_switches("decoder"), 1);
-//   EXPECT_EQ(reference::last_enqueue_profile("decoder"), 1);
+//   EXPECT_EQ(gpufree::count_switches("decoder"), 1);
+//   EXPECT_EQ(gpufree::last_enqueue_profile("decoder"), 1);
 //
 // Engines sharing a label share one record; engine_id and context_id tell them
 // apart. The sink is mutex-protected. Tracing costs a lock and a small copy per
-// call; turn it off globally (set_tracing_enabled) or per engine
-// (Builder::set_tracing, ReferenceEngine::set_tracing) when measuring.
+// call; turn it off globally (set_tracing_enabled) or per engine, when it is
+// built (Builder::set_tracing), when measuring.
 
 #include <cstdint>
 #include <string>
