@@ -3,7 +3,7 @@
 inspect`` and validation can show and check the profiles an engine really
 has, not only what its signature claims.
 
-The format is defined by ``src/engine/reference/format.{h,cpp}`` (see also
+The format is defined by ``nvinfer/src/format.{h,cpp}`` (see also
 docs/reference-engine.md); little-endian throughout::
 
     header (24 bytes)
@@ -55,7 +55,7 @@ MAGIC = b"ETRF"
 FORMAT_VERSION = 1
 HEADER_SIZE = 24
 MAX_RANK = 8
-#: kMaxDim of src/engine/reference/model.h.
+#: kMaxDim of nvinfer/src/model.h.
 MAX_DIM = 2**31 - 1
 KNOWN_FLAGS = 0x1
 #: etrt::engine::DataType values, spelled as in the blob's io_bindings.

@@ -16,7 +16,7 @@ from etrt.reference_engine import DTYPES as REF_DTYPES, checksum
 from etrt.signature import Signature
 
 # --------------------------------------------------------------------------
-# Reference engines (format: src/engine/reference/format.h)
+# Reference engines (format: nvinfer/src/format.h)
 
 
 def _shape(dims: Sequence[int]) -> bytes:

@@ -10,7 +10,7 @@ from etrt.reference_engine import ReferenceEngineError, read_reference_engine
 from etrt.signature import Bounds, Signature
 from etrt.validate import ValidationError, check_program, validate_program
 
-# A reference engine serialized by the C++ builder (src/engine/reference/builder.cpp),
+# A reference engine serialized by the C++ builder (nvinfer/src/builder.cpp),
 # captured once so the Python reader is held to the C++ writer's layout:
 #   Builder b("decoder"); inputs ids, pos int64 [1,-1]; output logits float32 [1,-1,4];
 #   profile 0 = [1,1], profile 1 = [1,2..128] opt [1,64]; constants table [16,8], w [8,4];
