@@ -40,6 +40,13 @@ inline constexpr char kPolicyFirstFit[] = "first_fit";
 inline constexpr char kOptionProfileStrategy[] = "profile_strategy";
 inline constexpr char kStrategySwitch[] = "switch";
 inline constexpr char kStrategyContextPerProfile[] = "context_per_profile";
+/// string of decimal digits, or a non-negative int: the weight-streaming
+/// budget in bytes (how much of the weights TensorRT keeps on the device), for
+/// engines built with weight streaming. Overrides the compile spec of the same
+/// name. Without either, such an engine gets TensorRT's automatic budget;
+/// engines without streamable weights ignore it (with a log line). An empty
+/// string is ignored (with a log line).
+inline constexpr char kOptionWeightStreamingBudget[] = "weight_streaming_budget";
 
 // ---- process-wide counters (executorch::runtime::get_option, int values) ----
 

@@ -70,6 +70,24 @@ class ExecutionReport {
 /// The message of the most recent refusal by an etrt delegate on this thread
 /// (empty if none). ExecuTorch returns only an error code from forward(); this
 /// is the explanation, which is also logged with ET_LOG.
+///
+/// Each delegate load and execution clears it when it starts, so after a
+/// failed forward() it explains that failure -- if an etrt delegate ran. When
+/// ExecuTorch refuses the call before any etrt delegate runs (a wrong input
+/// count or type, say), it still holds an older refusal: call
+/// clear_last_error() before the call and check has_last_error() after it.
+///
+/// @code
+///   etrt::clear_last_error();
+///   auto result = module.forward(inputs);
+///   if (!result.ok())
+///     printf("%s\n", etrt::has_last_error() ? etrt::last_error_message()
+///                                            : executorch::runtime::to_string(result.error()));
+/// @endcode
 const char* last_error_message() noexcept;
+/// Empties this thread's last error message.
+void clear_last_error() noexcept;
+/// True when an etrt delegate refused something on this thread since the last clear.
+bool has_last_error() noexcept;
 
 }  // namespace etrt

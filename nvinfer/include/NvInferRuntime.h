@@ -69,6 +69,15 @@ class ICudaEngine {
   virtual int64_t getDeviceMemorySizeV2() const noexcept = 0;
   virtual int64_t getDeviceMemorySizeForProfileV2(int32_t profileIndex) const noexcept = 0;
 
+  // Weight streaming: bytes of weights that may stay off the device, and the
+  // budget of them kept resident. The budget can change only while the engine
+  // has no execution context.
+  virtual int64_t getStreamableWeightsSize() const noexcept = 0;
+  virtual bool setWeightStreamingBudgetV2(int64_t gpuMemoryBudget) noexcept = 0;
+  virtual int64_t getWeightStreamingBudgetV2() const noexcept = 0;
+  virtual int64_t getWeightStreamingAutomaticBudget() const noexcept = 0;
+  virtual int64_t getWeightStreamingScratchMemorySize() const noexcept = 0;
+
   virtual IExecutionContext* createExecutionContext(
       ExecutionContextAllocationStrategy strategy = ExecutionContextAllocationStrategy::kSTATIC) noexcept = 0;
 

@@ -85,27 +85,44 @@ Builder& Builder::add_constant(const std::string& name, const Shape& shape, std:
 }
 
 Builder& Builder::embedding(const std::string& ids, const std::string& table, const std::string& output) {
-  ops_.push_back({OpSpecKind::kEmbedding, ids, table, output});
+  ops_.push_back({OpSpecKind::kEmbedding, ids, table, output, 1.0f, "", ""});
   return *this;
 }
 
 Builder& Builder::add(const std::string& a, const std::string& b, const std::string& output) {
-  ops_.push_back({OpSpecKind::kAdd, a, b, output});
+  ops_.push_back({OpSpecKind::kAdd, a, b, output, 1.0f, "", ""});
   return *this;
 }
 
 Builder& Builder::scale(const std::string& input, float factor, const std::string& output) {
-  ops_.push_back({OpSpecKind::kScale, input, "", output, factor});
+  ops_.push_back({OpSpecKind::kScale, input, "", output, factor, "", ""});
   return *this;
 }
 
 Builder& Builder::matmul(const std::string& input, const std::string& weight, const std::string& output) {
-  ops_.push_back({OpSpecKind::kMatMul, input, weight, output});
+  ops_.push_back({OpSpecKind::kMatMul, input, weight, output, 1.0f, "", ""});
   return *this;
 }
 
 Builder& Builder::identity(const std::string& input, const std::string& output) {
-  ops_.push_back({OpSpecKind::kIdentity, input, "", output});
+  ops_.push_back({OpSpecKind::kIdentity, input, "", output, 1.0f, "", ""});
+  return *this;
+}
+
+Builder& Builder::kv_cache_update(const std::string& cache, const std::string& update,
+                                  const std::string& write_indices, const std::string& output) {
+  ops_.push_back({OpSpecKind::kKvCacheUpdate, cache, update, output, 1.0f, write_indices, ""});
+  return *this;
+}
+
+Builder& Builder::causal_attention(const std::string& q, const std::string& k, const std::string& v,
+                                   const std::string& positions, float scale, const std::string& output) {
+  ops_.push_back({OpSpecKind::kCausalAttention, q, k, output, scale, v, positions});
+  return *this;
+}
+
+Builder& Builder::enable_weight_streaming(bool enabled) {
+  weight_streaming_ = enabled;
   return *this;
 }
 
@@ -137,6 +154,7 @@ std::vector<uint8_t> Builder::build(std::string* error) const {
   m.requested_device_memory = device_memory_size_;
   m.tracing = tracing_;
   m.memory_kind = memory_kind_;
+  m.streamable_weights = weight_streaming_;
   for (const IoSpec& t : io_) {
     TensorDesc d;
     d.name = t.name;
@@ -199,9 +217,12 @@ std::vector<uint8_t> Builder::build(std::string* error) const {
     op.factor = spec.factor;
     op.a = find(spec.a);
     if (op.a < 0) return failed(error, where + " reads '" + spec.a + "', which is not a tensor");
-    if (!spec.b.empty()) {
-      op.b = find(spec.b);
-      if (op.b < 0) return failed(error, where + " reads '" + spec.b + "', which is not a tensor");
+    int32_t* operands[] = {&op.b, &op.c, &op.d};
+    const std::string* names[] = {&spec.b, &spec.c, &spec.d};
+    for (int i = 0; i < 3; ++i) {
+      if (names[i]->empty()) continue;
+      *operands[i] = find(*names[i]);
+      if (*operands[i] < 0) return failed(error, where + " reads '" + *names[i] + "', which is not a tensor");
     }
     switch (spec.kind) {
       case OpSpecKind::kEmbedding:
@@ -215,6 +236,12 @@ std::vector<uint8_t> Builder::build(std::string* error) const {
         break;
       case OpSpecKind::kIdentity:
         op.kind = OpKind::kIdentity;
+        break;
+      case OpSpecKind::kKvCacheUpdate:
+        op.kind = OpKind::kKvCacheUpdate;
+        break;
+      case OpSpecKind::kCausalAttention:
+        op.kind = OpKind::kCausalAttention;
         break;
       case OpSpecKind::kAdd: {
         // A rank-1 constant on either side is a bias over the other operand's last dim.

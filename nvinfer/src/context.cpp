@@ -470,10 +470,18 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
           "enqueue: the last profile switch was issued on another stream and may still be running there; "
           "switch and enqueue on the same stream");
     if (!infer()) return refuse("enqueue: " + inference_error_);
-    for (size_t i = 0; i < m.io.size(); ++i)
+    for (size_t i = 0; i < m.io.size(); ++i) {
       if (data_[i] == nullptr && shapes_[i].numel() > 0)
         return refuse("enqueue: '" + m.io[i].name + "' has shape " + shape_to_string(shapes_[i]) +
                       " but a null address; only empty tensors may be bound to null");
+      // TensorRT's rule for an IKVCacheUpdateLayer: its output shares the cache input's memory.
+      const int32_t cache = m.aliased_input(static_cast<int32_t>(i));
+      if (cache >= 0 && data_[i] != data_[static_cast<size_t>(cache)])
+        return refuse("enqueue: output '" + m.io[i].name + "' is a KV-cache update of input '" +
+                      m.io[static_cast<size_t>(cache)].name +
+                      "' (getAliasedInputTensor) and must be bound to the same address; set_tensor_address it to "
+                      "the input's memory");
+    }
     if (state_->device_mode() && (!check_device_binding() || !check_device_order())) return false;
 
     const uint64_t scratch_bytes = state_->plan.device_memory_size;

@@ -73,6 +73,50 @@ __global__ void overlapping_copy_kernel(const unsigned char* src, unsigned char*
   }
 }
 
+template <typename Index>
+__global__ void kv_cache_update_kernel(float* cache, const float* update, const Index* indices, int64_t batch,
+                                       int64_t capacity, int64_t rows, int64_t width) {
+  for (int64_t i = first_index(); i < batch * rows * width; i += stride()) {
+    const int64_t b = i / (rows * width);
+    const int64_t at = static_cast<int64_t>(indices[b]);
+    if (at < 0 || at > capacity - rows) continue;
+    cache[(b * capacity + at) * width + i % (rows * width)] = update[i];
+  }
+}
+
+// One thread per output element; each recomputes its row's scores (keys and widths are small here).
+template <typename Index>
+__global__ void causal_attention_kernel(const float* q, const float* k, const float* v, const Index* positions,
+                                        int64_t batch, int64_t queries, int64_t keys, int64_t width,
+                                        int64_t value_width, float scale, float* out) {
+  for (int64_t i = first_index(); i < batch * queries * value_width; i += stride()) {
+    const int64_t e = i % value_width;
+    const int64_t s = (i / value_width) % queries;
+    const int64_t b = i / (value_width * queries);
+    const int64_t at = static_cast<int64_t>(positions[b]);
+    if (at < 0 || at > keys - queries) {
+      out[i] = NAN;
+      continue;
+    }
+    const float* query = q + (b * queries + s) * width;
+    float max_score = -INFINITY;
+    float total = 0.0f;
+    float acc = 0.0f;
+    for (int64_t j = 0; j <= at + s; ++j) {
+      const float* key = k + (b * keys + j) * width;
+      float score = 0.0f;
+      for (int64_t x = 0; x < width; ++x) score += query[x] * key[x];
+      score *= scale;
+      const float rescale = score > max_score ? expf(max_score - score) : 1.0f;
+      const float weight = score > max_score ? 1.0f : expf(score - max_score);
+      if (score > max_score) max_score = score;
+      total = total * rescale + weight;
+      acc = acc * rescale + weight * v[(b * keys + j) * value_width + e];
+    }
+    out[i] = acc / total;
+  }
+}
+
 __global__ void store_word_kernel(int32_t* word, int32_t value) { *word = value; }
 
 __global__ void check_word_kernel(const int32_t* word, int32_t expected, int* flag) {
@@ -147,6 +191,35 @@ void CudaKernels::copy(const void* src, void* dst, uint64_t bytes) const {
   } else {
     overlapping_copy_kernel<<<1, 1, 0, as_stream(stream_)>>>(s, d, bytes);
   }
+}
+
+int64_t CudaKernels::kv_cache_update(float* cache, const float* update, const void* indices, DataType index_type,
+                                     int64_t batch, int64_t capacity, int64_t rows, int64_t width) const {
+  const int64_t n = batch * rows * width;
+  if (n == 0) return -1;
+  if (index_type == DataType::kInt32) {
+    kv_cache_update_kernel<<<blocks_for(n), kThreads, 0, as_stream(stream_)>>>(
+        cache, update, static_cast<const int32_t*>(indices), batch, capacity, rows, width);
+  } else {
+    kv_cache_update_kernel<<<blocks_for(n), kThreads, 0, as_stream(stream_)>>>(
+        cache, update, static_cast<const int64_t*>(indices), batch, capacity, rows, width);
+  }
+  return -1;
+}
+
+int64_t CudaKernels::causal_attention(const float* q, const float* k, const float* v, const void* positions,
+                                      DataType position_type, int64_t batch, int64_t queries, int64_t keys,
+                                      int64_t width, int64_t value_width, float scale, float* out) const {
+  const int64_t n = batch * queries * value_width;
+  if (n == 0) return -1;
+  if (position_type == DataType::kInt32) {
+    causal_attention_kernel<<<blocks_for(n), kThreads, 0, as_stream(stream_)>>>(
+        q, k, v, static_cast<const int32_t*>(positions), batch, queries, keys, width, value_width, scale, out);
+  } else {
+    causal_attention_kernel<<<blocks_for(n), kThreads, 0, as_stream(stream_)>>>(
+        q, k, v, static_cast<const int64_t*>(positions), batch, queries, keys, width, value_width, scale, out);
+  }
+  return -1;
 }
 
 }  // namespace etrt::gpufree

@@ -62,5 +62,13 @@ void CudaKernels::add_bias(const float*, const float*, float*, int64_t, int64_t)
 void CudaKernels::scale(const float*, float, float*, int64_t) const {}
 void CudaKernels::matmul(const float*, const float*, float*, int64_t, int64_t, int64_t) const {}
 void CudaKernels::copy(const void*, void*, uint64_t) const {}
+int64_t CudaKernels::kv_cache_update(float*, const float*, const void*, DataType, int64_t, int64_t, int64_t,
+                                     int64_t) const {
+  return -1;
+}
+int64_t CudaKernels::causal_attention(const float*, const float*, const float*, const void*, DataType, int64_t,
+                                      int64_t, int64_t, int64_t, int64_t, float, float*) const {
+  return -1;
+}
 
 }  // namespace etrt::gpufree

@@ -76,6 +76,11 @@ class EngineImpl final : public nvinfer1::ICudaEngine {
                                  nvinfer1::OptProfileSelector select) const noexcept override;
   int64_t getDeviceMemorySizeV2() const noexcept override;
   int64_t getDeviceMemorySizeForProfileV2(int32_t profileIndex) const noexcept override;
+  int64_t getStreamableWeightsSize() const noexcept override;
+  bool setWeightStreamingBudgetV2(int64_t gpuMemoryBudget) noexcept override;
+  int64_t getWeightStreamingBudgetV2() const noexcept override;
+  int64_t getWeightStreamingAutomaticBudget() const noexcept override;
+  int64_t getWeightStreamingScratchMemorySize() const noexcept override;
   nvinfer1::IExecutionContext* createExecutionContext(
       nvinfer1::ExecutionContextAllocationStrategy strategy) noexcept override;
   void setErrorRecorder(nvinfer1::IErrorRecorder* recorder) noexcept override;

@@ -39,6 +39,8 @@ struct EngineImpl::State {
   };
   std::vector<ScratchUse> scratch_in_use;  // scratch of enqueues in progress
   int64_t live_contexts = 0;
+  // Weight streaming: the budget (bytes of streamable weights kept resident); all of them until set.
+  int64_t weight_streaming_budget = 0;
   // CUDA mode: the weights in device memory (by constant index) and the device they live on (-1 until then).
   // Uploaded when the first context is created, not at deserialize, so CUDA-mode bytes load -- to be inspected or
   // packed -- on machines without a GPU.

@@ -59,6 +59,38 @@ bool run_ops(const Model& m, Span<void* const> data, Span<const Shape> shapes, c
       case OpKind::kIdentity:
         kernels.copy(data[a], data[out], static_cast<uint64_t>(n) * element_size(m.tensor_dtype(op.out)));
         break;
+      case OpKind::kKvCacheUpdate: {
+        // The output shares the cache input's memory (the enqueue checked), so the update lands in place.
+        const Shape& cache = shapes[a];
+        const int64_t rows = shapes[static_cast<size_t>(op.b)].d[1];
+        const int64_t bad = kernels.kv_cache_update(dst, as_floats(data[op.b]), data[op.c], m.tensor_dtype(op.c),
+                                                    cache.d[0], cache.d[1], rows, cache.d[2]);
+        if (bad >= 0) {
+          if (error != nullptr)
+            *error = "op #" + std::to_string(k) + " (kv_cache_update of '" + m.tensor_name(op.a) + "'): write index " +
+                     std::to_string(index_at(data[op.c], m.tensor_dtype(op.c), bad)) + " of batch " +
+                     std::to_string(bad) + " in '" + m.tensor_name(op.c) + "' puts " + std::to_string(rows) +
+                     " rows outside the cache's " + std::to_string(cache.d[1]);
+          return false;
+        }
+        break;
+      }
+      case OpKind::kCausalAttention: {
+        const Shape& q = shapes[a];
+        const Shape& keys = shapes[static_cast<size_t>(op.b)];
+        const int64_t bad = kernels.causal_attention(
+            as_floats(data[a]), as_floats(data[op.b]), as_floats(data[op.c]), data[op.d], m.tensor_dtype(op.d), q.d[0],
+            q.d[1], keys.d[1], q.d[2], shapes[static_cast<size_t>(op.c)].d[2], op.factor, dst);
+        if (bad >= 0) {
+          if (error != nullptr)
+            *error = "op #" + std::to_string(k) + " (causal_attention -> '" + m.tensor_name(op.out) + "'): position " +
+                     std::to_string(index_at(data[op.d], m.tensor_dtype(op.d), bad)) + " of batch " +
+                     std::to_string(bad) + " in '" + m.tensor_name(op.d) + "' with " + std::to_string(q.d[1]) +
+                     " queries reaches past the " + std::to_string(keys.d[1]) + " keys";
+          return false;
+        }
+        break;
+      }
     }
   }
   return true;

@@ -42,6 +42,7 @@ const char* to_string(Call call) {
     case Call::kSetTensorAddress: return "setTensorAddress";
     case Call::kSetDeviceMemoryV2: return "setDeviceMemoryV2";
     case Call::kEnqueueV3: return "enqueueV3";
+    case Call::kSetWeightStreamingBudgetV2: return "setWeightStreamingBudgetV2";
   }
   return "unknown call";
 }

@@ -8,7 +8,8 @@ namespace {
 
 constexpr uint8_t kFlagTracing = 1;
 constexpr uint8_t kFlagDevice = 2;
-constexpr uint8_t kKnownFlags = kFlagTracing | kFlagDevice;
+constexpr uint8_t kFlagStreamableWeights = 4;
+constexpr uint8_t kKnownFlags = kFlagTracing | kFlagDevice | kFlagStreamableWeights;
 
 class Writer {
  public:
@@ -142,6 +143,7 @@ bool decode_payload(Reader& r, Model* m) {
   if (r.ok() && (flags & ~kKnownFlags) != 0) return r.failed(false, "unknown flags " + std::to_string(flags));
   m->tracing = (flags & kFlagTracing) != 0;
   m->memory_kind = (flags & kFlagDevice) != 0 ? MemoryKind::kDevice : MemoryKind::kHost;
+  m->streamable_weights = (flags & kFlagStreamableWeights) != 0;
   m->switch_cost_ns = r.i64();
   m->requested_device_memory = r.u64();
 
@@ -203,12 +205,14 @@ bool decode_payload(Reader& r, Model* m) {
     if (!r.ok()) return false;
   }
 
-  uint32_t n_ops = r.count(1 + 4 * 4, "op");
+  uint32_t n_ops = r.count(1 + 6 * 4, "op");
   m->ops.resize(n_ops);
   for (Op& op : m->ops) {
     op.kind = static_cast<OpKind>(r.u8());
     op.a = r.i32();
     op.b = r.i32();
+    op.c = r.i32();
+    op.d = r.i32();
     op.out = r.i32();
     op.factor = r.f32();
   }
@@ -235,7 +239,8 @@ bool is_reference_engine(const void* data, size_t size) {
 std::vector<uint8_t> serialize(const Model& m) {
   Writer w;
   w.str(m.label);
-  w.u8(static_cast<uint8_t>((m.tracing ? kFlagTracing : 0) | (m.memory_kind == MemoryKind::kDevice ? kFlagDevice : 0)));
+  w.u8(static_cast<uint8_t>((m.tracing ? kFlagTracing : 0) | (m.memory_kind == MemoryKind::kDevice ? kFlagDevice : 0) |
+                            (m.streamable_weights ? kFlagStreamableWeights : 0)));
   w.i64(m.switch_cost_ns);
   w.u64(m.requested_device_memory);
   w.u32(static_cast<uint32_t>(m.io.size()));
@@ -271,6 +276,8 @@ std::vector<uint8_t> serialize(const Model& m) {
     w.u8(static_cast<uint8_t>(op.kind));
     w.i32(op.a);
     w.i32(op.b);
+    w.i32(op.c);
+    w.i32(op.d);
     w.i32(op.out);
     w.f32(op.factor);
   }

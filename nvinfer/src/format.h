@@ -9,14 +9,15 @@
 //     20 u32     reserved            0
 //   payload
 //     str  label                     u32 length + bytes (no terminator)
-//     u8   flags                     bit 0: tracing on; bit 1: CUDA mode (device memory)
+//     u8   flags                     bit 0: tracing on; bit 1: CUDA mode (device memory); bit 2: streamable weights
 //     i64  switch cost, ns
 //     u64  requested device memory, bytes
 //     u32  IO count,           then per tensor: str name, u8 is_input, u8 flags, u8 dtype, shape
 //     u32  constant count,     then per constant: str name, shape, u64 value count, f32 values
 //     u32  intermediate count, then per tensor: str name, u8 dtype
 //     u32  profile count,      then per profile, per input in IO order: shape min, shape opt, shape max
-//     u32  op count,           then per op: u8 kind, i32 a, i32 b, i32 out, f32 factor
+//     u32  op count,           then per op: u8 kind, i32 a, i32 b, i32 c, i32 d, i32 out, f32 factor
+//                                (unused operands are -1)
 //   shape = u8 rank + rank x i64
 //   IO flags: bit 0 shape tensor, bit 1 located on the host (getTensorLocation kHOST), bit 2 data-dependent output
 //   shape
@@ -33,7 +34,7 @@
 namespace etrt::gpufree {
 
 inline constexpr char kMagic[4] = {'E', 'T', 'R', 'F'};
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;
 inline constexpr size_t kHeaderSize = 24;
 
 // True when `data` starts with the reference engine's magic (says nothing about the rest).

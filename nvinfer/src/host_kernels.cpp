@@ -1,3 +1,4 @@
+#include <cmath>
 #include <cstring>
 
 #include "kernels.h"
@@ -47,6 +48,54 @@ class HostKernels final : public Kernels {
 
   void copy(const void* src, void* dst, uint64_t bytes) const override {
     if (bytes > 0 && src != dst) std::memmove(dst, src, static_cast<size_t>(bytes));
+  }
+
+  int64_t kv_cache_update(float* cache, const float* update, const void* indices, DataType index_type, int64_t batch,
+                          int64_t capacity, int64_t rows, int64_t width) const override {
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t at = index_at(indices, index_type, b);
+      if (at < 0 || at > capacity - rows) return b;
+    }
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t at = index_at(indices, index_type, b);
+      std::memmove(cache + (b * capacity + at) * width, update + b * rows * width,
+                   static_cast<size_t>(rows * width) * sizeof(float));
+    }
+    return -1;
+  }
+
+  int64_t causal_attention(const float* q, const float* k, const float* v, const void* positions,
+                           DataType position_type, int64_t batch, int64_t queries, int64_t keys, int64_t width,
+                           int64_t value_width, float scale, float* out) const override {
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t at = index_at(positions, position_type, b);
+      if (at < 0 || at > keys - queries) return b;
+    }
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t at = index_at(positions, position_type, b);
+      for (int64_t s = 0; s < queries; ++s) {
+        const float* query = q + (b * queries + s) * width;
+        float* row = out + (b * queries + s) * value_width;
+        // Softmax in one pass: a running maximum rescales what has been summed so far.
+        float max_score = -INFINITY;
+        float total = 0.0f;
+        for (int64_t e = 0; e < value_width; ++e) row[e] = 0.0f;
+        for (int64_t j = 0; j <= at + s; ++j) {
+          const float* key = k + (b * keys + j) * width;
+          float score = 0.0f;
+          for (int64_t x = 0; x < width; ++x) score += query[x] * key[x];
+          score *= scale;
+          const float rescale = score > max_score ? std::exp(max_score - score) : 1.0f;
+          const float weight = score > max_score ? 1.0f : std::exp(score - max_score);
+          if (score > max_score) max_score = score;
+          total = total * rescale + weight;
+          const float* value = v + (b * keys + j) * value_width;
+          for (int64_t e = 0; e < value_width; ++e) row[e] = row[e] * rescale + weight * value[e];
+        }
+        for (int64_t e = 0; e < value_width; ++e) row[e] /= total;
+      }
+    }
+    return -1;
   }
 };
 

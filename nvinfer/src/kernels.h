@@ -27,15 +27,34 @@ class Kernels {
   virtual void matmul(const float* a, const float* weight, float* out, int64_t rows, int64_t k, int64_t n) const = 0;
   // `src` and `dst` may overlap (an output aliasing its input).
   virtual void copy(const void* src, void* dst, uint64_t bytes) const = 0;
+  // cache [batch, capacity, width] gets rows indices[b] .. indices[b] + rows - 1 of batch b replaced by
+  // update [batch, rows, width]. Returns -1, or the first b whose range leaves [0, capacity) (then nothing is
+  // written).
+  virtual int64_t kv_cache_update(float* cache, const float* update, const void* indices, DataType index_type,
+                                  int64_t batch, int64_t capacity, int64_t rows, int64_t width) const = 0;
+  // out [batch, queries, value_width]: query s of batch b sits at position positions[b] + s and attends keys
+  // 0 .. positions[b] + s with softmax(scale * q . k) weights over v. q [batch, queries, width], k [batch, keys,
+  // width], v [batch, keys, value_width]. Returns -1, or the first b whose last position is outside [0, keys) (then
+  // nothing is written).
+  virtual int64_t causal_attention(const float* q, const float* k, const float* v, const void* positions,
+                                   DataType position_type, int64_t batch, int64_t queries, int64_t keys, int64_t width,
+                                   int64_t value_width, float scale, float* out) const = 0;
 };
+
+// Element i of an int32 or int64 index tensor.
+inline int64_t index_at(const void* indices, DataType type, int64_t i) {
+  return type == DataType::kInt32 ? static_cast<const int32_t*>(indices)[i] : static_cast<const int64_t*>(indices)[i];
+}
 
 // Plain loops on the CPU, float32 throughout.
 const Kernels& host_kernels();
 
 // The CUDA mode's kernels (cuda_kernels.cu): each call launches one kernel on `stream` over device pointers and
 // returns without waiting, so an enqueue's ops run in order on its stream, as TensorRT's do. Constructed per
-// enqueue (it only holds the stream). An embedding id outside [0, vocab) cannot fail an enqueue that has already
-// returned: its row is written as NaN (so it shows in the output) and embedding() returns -1.
+// enqueue (it only holds the stream). Indices live in device memory, and a bad one cannot fail an enqueue that has
+// already returned: an embedding id outside [0, vocab) writes its row as NaN, a KV-cache write index whose range
+// leaves the cache writes nothing for that batch, an attention position past the keys writes its batch's rows as
+// NaN; each call then returns -1.
 class CudaKernels final : public Kernels {
  public:
   explicit CudaKernels(StreamHandle stream) : stream_(stream) {}
@@ -46,6 +65,11 @@ class CudaKernels final : public Kernels {
   void scale(const float* a, float factor, float* out, int64_t n) const override;
   void matmul(const float* a, const float* weight, float* out, int64_t rows, int64_t k, int64_t n) const override;
   void copy(const void* src, void* dst, uint64_t bytes) const override;
+  int64_t kv_cache_update(float* cache, const float* update, const void* indices, DataType index_type, int64_t batch,
+                          int64_t capacity, int64_t rows, int64_t width) const override;
+  int64_t causal_attention(const float* q, const float* k, const float* v, const void* positions,
+                           DataType position_type, int64_t batch, int64_t queries, int64_t keys, int64_t width,
+                           int64_t value_width, float scale, float* out) const override;
 
  private:
   StreamHandle stream_;

@@ -13,6 +13,25 @@ bool fail(std::string* error, std::string message) {
 
 bool is_float_tensor(const Model& m, int32_t id) { return m.tensor_dtype(id) == DataType::kFloat32; }
 
+bool is_index_tensor(const Model& m, int32_t id) {
+  return m.tensor_dtype(id) == DataType::kInt32 || m.tensor_dtype(id) == DataType::kInt64;
+}
+
+// How many of an op's operands (a, b, c, d in that order) it reads; the rest are -1.
+int operand_count(OpKind kind) {
+  switch (kind) {
+    case OpKind::kScale:
+    case OpKind::kIdentity:
+      return 1;
+    case OpKind::kKvCacheUpdate:
+      return 3;
+    case OpKind::kCausalAttention:
+      return 4;
+    default:
+      return 2;
+  }
+}
+
 std::string quoted(const Model& m, int32_t id) { return "'" + m.tensor_name(id) + "'"; }
 
 std::string op_name(const Model& m, size_t index) {
@@ -129,20 +148,27 @@ bool validate_structure(const Model& m, std::string* error) {
       case OpKind::kScale:
       case OpKind::kMatMul:
       case OpKind::kIdentity:
+      case OpKind::kKvCacheUpdate:
+      case OpKind::kCausalAttention:
         break;
       default:
         return fail(error, where + " has an unknown kind");
     }
-    const bool binary = op.kind != OpKind::kScale && op.kind != OpKind::kIdentity;
-    if (!in_range(op.out) || !in_range(op.a) || (binary ? !in_range(op.b) : op.b != -1))
-      return fail(error, where + " refers to a tensor that does not exist");
+    const int arity = operand_count(op.kind);
+    const int32_t operands[] = {op.a, op.b, op.c, op.d};
+    if (!in_range(op.out)) return fail(error, where + " refers to a tensor that does not exist");
+    for (int i = 0; i < 4; ++i)
+      if (i < arity ? !in_range(operands[i]) : operands[i] != -1)
+        return fail(error, where + (i < arity ? " refers to a tensor that does not exist"
+                                              : " has operand " + std::to_string(i) + " set, but " +
+                                                    to_string(op.kind) + " takes " + std::to_string(arity)));
     const bool writable =
         m.is_intermediate(op.out) || (op.out < m.num_io() && !m.io[static_cast<size_t>(op.out)].is_input);
     if (!writable)
       return fail(error, where + " writes " + quoted(m, op.out) + ", which is not an output or intermediate");
     if (available[static_cast<size_t>(op.out)])
       return fail(error, where + " writes " + quoted(m, op.out) + ", which another op already wrote");
-    for (int32_t operand : {op.a, op.b}) {
+    for (int32_t operand : operands) {
       if (operand < 0) continue;
       if (!available[static_cast<size_t>(operand)])
         return fail(error, where + " reads " + quoted(m, operand) + " before any op writes it");
@@ -178,6 +204,36 @@ bool validate_structure(const Model& m, std::string* error) {
         break;
       case OpKind::kIdentity:
         break;
+      case OpKind::kKvCacheUpdate: {
+        const bool cache_is_input = op.a < m.num_io() && m.io[static_cast<size_t>(op.a)].is_input;
+        const bool out_is_output = op.out < m.num_io() && !m.io[static_cast<size_t>(op.out)].is_input;
+        if (!cache_is_input || !is_float_tensor(m, op.a))
+          return fail(error, expect + "cache " + quoted(m, op.a) + " must be a float32 engine input");
+        if (!out_is_output)
+          return fail(error, expect + "its result " + quoted(m, op.out) +
+                                 " must be an engine output: it shares the cache input's memory");
+        if (m.io[static_cast<size_t>(op.out)].shape != m.io[static_cast<size_t>(op.a)].shape)
+          return fail(error, expect + "output " + quoted(m, op.out) + " is declared " +
+                                 shape_to_string(m.io[static_cast<size_t>(op.out)].shape) + " but the cache " +
+                                 quoted(m, op.a) + " it aliases is " +
+                                 shape_to_string(m.io[static_cast<size_t>(op.a)].shape));
+        for (size_t j = 0; j < k; ++j)
+          if (m.ops[j].kind == OpKind::kKvCacheUpdate && m.ops[j].a == op.a)
+            return fail(error, expect + "cache " + quoted(m, op.a) + " is already updated by op #" +
+                                   std::to_string(j) + "; an input is aliased by one output at most");
+        if (!is_float_tensor(m, op.b)) return fail(error, expect + "update " + quoted(m, op.b) + " must be float32");
+        if (!is_index_tensor(m, op.c))
+          return fail(error, expect + "write indices " + quoted(m, op.c) + " must be int32 or int64");
+        break;
+      }
+      case OpKind::kCausalAttention:
+        if (!is_float_tensor(m, op.a) || !is_float_tensor(m, op.b) || !is_float_tensor(m, op.c))
+          return fail(error, expect + "queries " + quoted(m, op.a) + ", keys " + quoted(m, op.b) + " and values " +
+                                 quoted(m, op.c) + " must be float32");
+        if (!is_index_tensor(m, op.d))
+          return fail(error, expect + "positions " + quoted(m, op.d) + " must be int32 or int64");
+        if (!std::isfinite(op.factor)) return fail(error, expect + "scale factor must be finite");
+        break;
     }
     const DataType produced = op.kind == OpKind::kIdentity ? m.tensor_dtype(op.a) : DataType::kFloat32;
     if (m.tensor_dtype(op.out) != produced)
@@ -208,8 +264,24 @@ const char* to_string(OpKind kind) {
       return "matmul";
     case OpKind::kIdentity:
       return "identity";
+    case OpKind::kKvCacheUpdate:
+      return "kv_cache_update";
+    case OpKind::kCausalAttention:
+      return "causal_attention";
   }
   return "unknown";
+}
+
+int32_t Model::aliased_input(int32_t io_index) const {
+  for (const Op& op : ops)
+    if (op.kind == OpKind::kKvCacheUpdate && op.out == io_index) return op.a;
+  return -1;
+}
+
+uint64_t Model::constant_bytes() const {
+  uint64_t bytes = 0;
+  for (const Constant& c : constants) bytes += c.values.size() * sizeof(float);
+  return bytes;
 }
 
 int32_t Model::num_inputs() const {
@@ -305,6 +377,34 @@ bool infer_shapes(const Model& m, Span<Shape> shapes, std::string* error) {
       case OpKind::kScale:
       case OpKind::kIdentity:
         break;
+      case OpKind::kKvCacheUpdate: {
+        const Shape& update = shapes[static_cast<size_t>(op.b)];
+        const Shape& indices = shapes[static_cast<size_t>(op.c)];
+        if (a.rank != 3 || update.rank != 3 || update.d[0] != a.d[0] || update.d[2] != a.d[2] ||
+            update.d[1] > a.d[1])
+          return fail(error, op_name(m, k) + ": cache " + quoted(m, op.a) + " " + shape_to_string(a) +
+                                 " must be [B, T, D] and update " + quoted(m, op.b) + " " + shape_to_string(update) +
+                                 " [B, S, D] with S <= T");
+        if (indices.rank != 1 || indices.d[0] != a.d[0])
+          return fail(error, op_name(m, k) + ": write indices " + quoted(m, op.c) + " " + shape_to_string(indices) +
+                                 " must be [B] = [" + std::to_string(a.d[0]) + "]");
+        break;
+      }
+      case OpKind::kCausalAttention: {
+        const Shape& keys = shapes[static_cast<size_t>(op.b)];
+        const Shape& values = shapes[static_cast<size_t>(op.c)];
+        const Shape& positions = shapes[static_cast<size_t>(op.d)];
+        if (a.rank != 3 || keys.rank != 3 || values.rank != 3 || keys.d[0] != a.d[0] || keys.d[2] != a.d[2] ||
+            values.d[0] != a.d[0] || values.d[1] != keys.d[1] || a.d[1] > keys.d[1])
+          return fail(error, op_name(m, k) + ": queries " + quoted(m, op.a) + " " + shape_to_string(a) + ", keys " +
+                                 quoted(m, op.b) + " " + shape_to_string(keys) + " and values " + quoted(m, op.c) +
+                                 " " + shape_to_string(values) + " must be [B, S, D], [B, T, D] and [B, T, E], S <= T");
+        if (positions.rank != 1 || positions.d[0] != a.d[0])
+          return fail(error, op_name(m, k) + ": positions " + quoted(m, op.d) + " " + shape_to_string(positions) +
+                                 " must be [B] = [" + std::to_string(a.d[0]) + "]");
+        out.d[2] = values.d[2];
+        break;
+      }
     }
     if (op.out < m.num_io()) {
       // The engine must produce what it declares: rank and every static dim.

@@ -21,6 +21,13 @@ enum class OpKind : uint8_t {
   kScale = 4,      // out = a * factor
   kMatMul = 5,     // out[..., N] = a[..., K] x weight[K, N]
   kIdentity = 6,   // out = a, any dtype
+  // TensorRT's IKVCacheUpdateLayer: the cache a (an IO input [B, T, D]) with rows c[b] .. c[b] + S - 1 of batch b
+  // replaced by the update b [B, S, D]; c: write indices [B], int32/int64. `out` is an IO output that shares the
+  // cache's memory (getAliasedInputTensor), so the update happens in place.
+  kKvCacheUpdate = 7,
+  // out[b, s, :] = softmax_j(factor * a[b, s, :] . b[b, j, :]) over j in [0, d[b] + s], weighted sum of c[b, j, :]:
+  // causal attention of queries a [B, S, D] at positions d[b] + s over keys b and values c [B, T, D].
+  kCausalAttention = 8,
 };
 const char* to_string(OpKind kind);
 
@@ -29,9 +36,12 @@ const char* to_string(OpKind kind);
 struct Op {
   OpKind kind = OpKind::kIdentity;
   int32_t a = -1;       // first operand
-  int32_t b = -1;       // second operand (embedding: table; add: rhs; add_bias: bias; matmul: weight)
+  int32_t b = -1;       // second operand (embedding: table; add: rhs; add_bias: bias; matmul: weight;
+                        // kv_cache_update: update; causal_attention: keys)
+  int32_t c = -1;       // kv_cache_update: write indices; causal_attention: values
+  int32_t d = -1;       // causal_attention: positions
   int32_t out = -1;     // an IO output or an intermediate, written by exactly one op
-  float factor = 1.0f;  // kScale only
+  float factor = 1.0f;  // kScale and kCausalAttention
 };
 
 struct Constant {
@@ -64,6 +74,8 @@ struct Model {
   // kHost: ops run on the CPU over host pointers. kDevice (CUDA mode): ops run as CUDA kernels on the enqueue's
   // stream over device pointers, with the weights in device memory (see nvinfer/README.md).
   MemoryKind memory_kind = MemoryKind::kHost;
+  // Built with weight streaming: every constant is a streamable weight (getStreamableWeightsSize > 0).
+  bool streamable_weights = false;
 
   int32_t num_io() const { return static_cast<int32_t>(io.size()); }
   int32_t num_inputs() const;
@@ -78,6 +90,10 @@ struct Model {
   bool is_intermediate(int32_t id) const { return id >= intermediate_id(0) && id < num_tensors(); }
   const Constant& constant(int32_t id) const { return constants[static_cast<size_t>(id - num_io())]; }
   const std::string& tensor_name(int32_t id) const;
+  // The IO input whose memory IO output `io_index` shares (a kv_cache_update's cache), or -1.
+  int32_t aliased_input(int32_t io_index) const;
+  // Bytes of every constant, float32: what weight streaming can stream.
+  uint64_t constant_bytes() const;
   DataType tensor_dtype(int32_t id) const;
 };
 

@@ -175,8 +175,10 @@ char const* EngineImpl::getTensorFormatDesc(char const* tensorName, int32_t prof
 }
 
 char const* EngineImpl::getAliasedInputTensor(char const* tensorName) const noexcept {
-  (void)lookup(tensorName, "getAliasedInputTensor");
-  return nullptr;  // no op of this implementation aliases an output to an input
+  const int32_t i = lookup(tensorName, "getAliasedInputTensor");
+  if (i < 0) return nullptr;
+  const int32_t input = state_->model.aliased_input(i);
+  return input < 0 ? nullptr : state_->model.io[static_cast<size_t>(input)].name.c_str();
 }
 
 int32_t EngineImpl::getNbOptimizationProfiles() const noexcept {
@@ -223,6 +225,52 @@ int64_t EngineImpl::getDeviceMemorySizeForProfileV2(int32_t profileIndex) const 
   // The memory plan is sized for the largest profile; every profile gets that much.
   return getDeviceMemorySizeV2();
 }
+
+int64_t EngineImpl::getStreamableWeightsSize() const noexcept {
+  return state_->model.streamable_weights ? static_cast<int64_t>(state_->model.constant_bytes()) : 0;
+}
+
+bool EngineImpl::setWeightStreamingBudgetV2(int64_t gpuMemoryBudget) noexcept {
+  const int64_t streamable = getStreamableWeightsSize();
+  std::string error;
+  nvinfer1::ErrorCode code = nvinfer1::ErrorCode::kINVALID_ARGUMENT;
+  if (detail::fault_fires(Call::kSetWeightStreamingBudgetV2, state_->model.label)) {
+    error = "setWeightStreamingBudgetV2: injected fault";
+    code = nvinfer1::ErrorCode::kINTERNAL_ERROR;
+  } else if (streamable == 0) {
+    error = "setWeightStreamingBudgetV2: engine '" + state_->model.label +
+            "' was not built with weight streaming (getStreamableWeightsSize() is 0)";
+  } else if (gpuMemoryBudget < 0 || gpuMemoryBudget > streamable) {
+    error = "setWeightStreamingBudgetV2(" + std::to_string(gpuMemoryBudget) + "): the budget must be in [0, " +
+            std::to_string(streamable) + "], the engine's streamable weight bytes";
+  } else {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->live_contexts > 0) {
+      code = nvinfer1::ErrorCode::kINVALID_STATE;
+      error = "setWeightStreamingBudgetV2: engine '" + state_->model.label + "' has " +
+              std::to_string(state_->live_contexts) +
+              " execution context(s); the budget can change only before the first is created or after the last "
+              "is destroyed";
+    } else {
+      state_->weight_streaming_budget = gpuMemoryBudget;
+    }
+  }
+  if (!error.empty()) state_->sink.report(code, error);
+  state_->trace_call(TraceKind::kSetWeightStreamingBudget, 0, error.empty() ? nullptr : &error,
+                     [&](TraceEvent& e) { e.size = static_cast<uint64_t>(gpuMemoryBudget < 0 ? 0 : gpuMemoryBudget); });
+  return error.empty();
+}
+
+int64_t EngineImpl::getWeightStreamingBudgetV2() const noexcept {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->weight_streaming_budget;
+}
+
+// Half the streamable bytes: this implementation has no device to size a budget against.
+int64_t EngineImpl::getWeightStreamingAutomaticBudget() const noexcept { return getStreamableWeightsSize() / 2; }
+
+// Every weight stays resident here whatever the budget (nvinfer/README.md), so streaming needs no scratch.
+int64_t EngineImpl::getWeightStreamingScratchMemorySize() const noexcept { return 0; }
 
 void EngineImpl::setErrorRecorder(nvinfer1::IErrorRecorder* recorder) noexcept { state_->sink.set_recorder(recorder); }
 nvinfer1::IErrorRecorder* EngineImpl::getErrorRecorder() const noexcept { return state_->sink.recorder; }
@@ -329,6 +377,8 @@ EngineImpl* EngineImpl::deserialize(const void* data, size_t size, const ErrorSi
   state->trace = detail::trace_record(state->model.label);
   state->tracing.store(state->model.tracing, std::memory_order_relaxed);
   state->holders.assign(state->model.profiles.size(), 0);
+  state->weight_streaming_budget =
+      state->model.streamable_weights ? static_cast<int64_t>(state->model.constant_bytes()) : 0;
   state->trace_call(TraceKind::kLoadEngine, 0, nullptr,
                     [&](TraceEvent& e) { e.size = state->plan.device_memory_size; });
   return new (std::nothrow) EngineImpl(std::move(state));

@@ -116,6 +116,8 @@ const char* to_string(TraceKind kind) {
       return "set_device_memory";
     case TraceKind::kEnqueue:
       return "enqueue";
+    case TraceKind::kSetWeightStreamingBudget:
+      return "set_weight_streaming_budget";
   }
   return "unknown";
 }
@@ -175,6 +177,7 @@ std::string to_string(const TraceEvent& e) {
       s += " io " + std::to_string(e.io_index);
       break;
     case TraceKind::kSetDeviceMemory:
+    case TraceKind::kSetWeightStreamingBudget:
       s += " " + std::to_string(e.size) + " bytes";
       break;
     case TraceKind::kEnqueue:

@@ -82,22 +82,37 @@ Error finish(DelegateState& state, const Outcome& outcome, Error status) {
 }
 
 // Gathers the call's tensors (inputs, then outputs; non-tensor arguments such
-// as SymInts are skipped) into state.arg_tensors.
+// as SymInts are skipped) into state.arg_tensors, by slot. A call may leave
+// out every output that is written in place into an input (ExecuTorch does
+// when the delegate owns the mutable buffer); those slots get nullptr.
 bool collect_tensors(DelegateState& state, Span<EValue*> args) {
-  const size_t want = state.inputs.size() + state.outputs.size();
+  const size_t n_in = state.inputs.size();
+  const size_t full = n_in + state.outputs.size();
   size_t found = 0;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == nullptr || !args[i]->isTensor()) continue;
-    if (found < want) state.arg_tensors[found] = &args[i]->toTensor();
-    ++found;
-  }
-  if (found != want) {
-    report_error(state.name,
-                 "the call passes %zu tensors, but the engine has %zu inputs and %zu outputs; the .pte and its "
-                 "engine do not match: re-export the model",
-                 found, state.inputs.size(), state.outputs.size());
+  for (size_t i = 0; i < args.size(); ++i) found += args[i] != nullptr && args[i]->isTensor() ? 1 : 0;
+  const bool all = found == full;
+  if (!all && (state.num_aliased == 0 || found != full - state.num_aliased)) {
+    if (state.num_aliased == 0) {
+      report_error(state.name,
+                   "the call passes %zu tensors, but the engine has %zu inputs and %zu outputs; the .pte and its "
+                   "engine do not match: re-export the model",
+                   found, n_in, state.outputs.size());
+    } else {
+      report_error(state.name,
+                   "the call passes %zu tensors, but the engine has %zu inputs and %zu outputs, %zu of them written in "
+                   "place into inputs: a call passes %zu tensors, or %zu without those outputs; the .pte and its "
+                   "engine do not match: re-export the model",
+                   found, n_in, state.outputs.size(), state.num_aliased, full, full - state.num_aliased);
+    }
     return false;
   }
+  size_t slot = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == nullptr || !args[i]->isTensor()) continue;
+    while (!all && slot >= n_in && state.outputs[slot - n_in].alias_of >= 0) state.arg_tensors[slot++] = nullptr;
+    state.arg_tensors[slot++] = &args[i]->toTensor();
+  }
+  while (slot < full) state.arg_tensors[slot++] = nullptr;
   return true;
 }
 
@@ -133,8 +148,8 @@ Error set_shapes_and_infer_outputs(DelegateState& state, engine::ExecutionContex
   }
   for (size_t o = 0; o < state.outputs.size(); ++o) {
     const IoSlot& slot = state.outputs[o];
-    const Tensor& out = *state.arg_tensors[n_in + o];
-    if (state.output_capacity[o] < 0) state.output_capacity[o] = static_cast<int64_t>(out.numel());
+    const Tensor* out = state.arg_tensors[n_in + o];
+    if (out != nullptr && state.output_capacity[o] < 0) state.output_capacity[o] = static_cast<int64_t>(out->numel());
     Shape& inferred = cache.output_shapes[o];
     if (!context.tensor_shape(slot.engine_index, &inferred)) {
       report_error(state.name, "the engine could not infer the shape of output '%s' under profile %d: %s",
@@ -150,6 +165,21 @@ Error set_shapes_and_infer_outputs(DelegateState& state, engine::ExecutionContex
                    "the engine with an output shape the input shapes determine (e.g. pad to an upper bound)",
                    slot.name.c_str(), format_shape(inferred, text), profile, d);
       return Error::NotSupported;
+    }
+    if (slot.alias_of >= 0) {
+      const IoSlot& target = state.inputs[static_cast<size_t>(slot.alias_of)];
+      const int64_t room = static_cast<int64_t>(state.arg_tensors[static_cast<size_t>(slot.alias_of)]->numel());
+      if (inferred.numel() > room) {
+        char text[128];
+        report_error(state.name,
+                     "output '%s' is written in place into input '%s', but would have shape %s (%lld elements) under "
+                     "profile %d, more than the input's %lld; the engine and the blob's aliased_io disagree: "
+                     "re-export the model",
+                     slot.name.c_str(), target.name.c_str(), format_shape(inferred, text),
+                     static_cast<long long>(inferred.numel()), profile, static_cast<long long>(room));
+        return Error::InvalidArgument;
+      }
+      if (out == nullptr) continue;
     }
     if (inferred.numel() > state.output_capacity[o]) {
       char text[128];
@@ -170,9 +200,12 @@ Error set_shapes_and_infer_outputs(DelegateState& state, engine::ExecutionContex
 Error resize_outputs(DelegateState& state, const DelegateState::ContextCache& cache, int32_t profile) {
   const size_t n_in = state.inputs.size();
   for (size_t o = 0; o < state.outputs.size(); ++o) {
+    if (state.arg_tensors[n_in + o] == nullptr) continue;  // an aliased output the call passes no tensor for
     Tensor& out = *state.arg_tensors[n_in + o];
     if (!check_dtype(state, state.outputs[o], out, "output")) return Error::InvalidArgument;
     const Shape& inferred = cache.output_shapes[o];
+    // TensorRT reports a 0-d output as [1]; ExecuTorch's 0-d tensor cannot change rank, and holds the same element.
+    if (out.dim() == 0 && inferred.rank == 1 && inferred.d[0] == 1) continue;
     const auto current = out.sizes();
     bool same = current.size() == static_cast<size_t>(inferred.rank);
     for (int32_t d = 0; same && d < inferred.rank; ++d) same = current[static_cast<size_t>(d)] == inferred.d[d];
@@ -267,7 +300,16 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
     const bool is_input = k < n_in;
     const IoSlot& slot = is_input ? state.inputs[k] : state.outputs[k - n_in];
     void* address = nullptr;
-    if (!device.bind(k, *state.arg_tensors[k], is_input, slot.name.c_str(), &address)) return Error::InvalidArgument;
+    if (slot.alias_of >= 0) {
+      // Written in place: bound where its input was just bound (TensorRT requires it of a KV-cache update).
+      address = cache.addresses[static_cast<size_t>(slot.alias_of)];
+      state.device.staged[k] = 0;
+    } else {
+      if (slot.alias_target && !device.check_in_place(*state.arg_tensors[k], slot.name.c_str()))
+        return Error::InvalidArgument;
+      if (!device.bind(k, *state.arg_tensors[k], is_input, slot.name.c_str(), &address))
+        return Error::InvalidArgument;
+    }
     if (address == cache.addresses[k]) continue;  // the context still holds it
     cache.addresses[k] = nullptr;
     if (!context->set_tensor_address(slot.engine_index, address)) {
@@ -283,6 +325,15 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
     return Error::Internal;
   }
   if (!device.copy_back_outputs(state.arg_tensors.data(), n_in, state.outputs.size())) return Error::Internal;
+  for (size_t o = 0; o < state.outputs.size(); ++o) {
+    const IoSlot& slot = state.outputs[o];
+    if (slot.alias_of < 0) continue;
+    const auto input = static_cast<size_t>(slot.alias_of);
+    const size_t bytes = static_cast<size_t>(cache.output_shapes[o].numel()) * engine::element_size(slot.dtype);
+    if (!device.finish_in_place(input, *state.arg_tensors[input], state.arg_tensors[n_in + o], bytes,
+                                state.inputs[input].name.c_str()))
+      return Error::Internal;
+  }
   return Error::Ok;
 }
 

@@ -8,12 +8,77 @@
 #include "blob/blob.h"
 #include "engine/tensorrt/tensorrt_engine.h"
 
+#include <executorch/runtime/platform/log.h>
+
 namespace etrt::backend {
 namespace {
 
-// Binds each blob IO binding (the delegate's argument order) to the engine
-// tensor of the same name.
+// The alias kind Torch-TensorRT declares for outputs it writes into an input itself (not tracked by TensorRT).
+constexpr char kAliasKindUser[] = "user";
+
+std::string shape_text(const Shape& s) {
+  std::string text = "[";
+  for (int32_t d = 0; d < s.rank; ++d) text += (d ? ", " : "") + std::to_string(s.d[d]);
+  return text + "]";
+}
+
+// The slot of IO tensor `engine_index` of `engine`, refusing what etrt cannot bind.
+bool make_slot(const engine::Engine& engine, int32_t engine_index, IoSlot* slot, std::string* error) {
+  const engine::TensorDesc& desc = engine.io_tensor(engine_index);
+  if (desc.is_shape_tensor) {
+    *error = "input '" + desc.name +
+             "' is a TensorRT shape tensor; etrt supports only execution tensors as delegate IO. Rebuild the engine "
+             "so that shapes reach it through execution tensors";
+    return false;
+  }
+  *slot = IoSlot{desc.name, engine_index, desc.dtype};
+  return true;
+}
+
+// The number after the last '.' or '_' of `name` (e.g. "output_1" -> 1), or -1.
+int64_t name_index(const std::string& name) {
+  const size_t at = name.find_last_of("._");
+  if (at == std::string::npos || at + 1 == name.size() || name.size() - at > 10) return -1;
+  int64_t index = 0;
+  for (size_t i = at + 1; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    index = index * 10 + (name[i] - '0');
+  }
+  return index;
+}
+
+// A blob without io_bindings: every engine IO tensor is an argument, inputs then outputs. Within each, the order
+// the names' numeric suffixes give ("input_0", "input_1", ...: how exporters name delegate IO) when every name has
+// a distinct one, else the engine's order.
+bool bind_io_from_engine(const engine::Engine& engine, DelegateState* state, std::string* error) {
+  for (const bool inputs : {true, false}) {
+    std::vector<int32_t> order;
+    for (int32_t i = 0; i < engine.num_io_tensors(); ++i)
+      if (engine.io_tensor(i).is_input == inputs) order.push_back(i);
+    auto by_suffix = [&engine](int32_t a, int32_t b) {
+      return name_index(engine.io_tensor(a).name) < name_index(engine.io_tensor(b).name);
+    };
+    std::vector<int32_t> sorted = order;
+    std::stable_sort(sorted.begin(), sorted.end(), by_suffix);
+    bool distinct = true;
+    for (size_t k = 0; k < sorted.size(); ++k)
+      distinct = distinct && name_index(engine.io_tensor(sorted[k]).name) >= 0 &&
+                 (k == 0 || by_suffix(sorted[k - 1], sorted[k]));
+    for (int32_t i : distinct ? sorted : order) {
+      IoSlot slot;
+      if (!make_slot(engine, i, &slot, error)) return false;
+      (inputs ? state->inputs : state->outputs).push_back(std::move(slot));
+    }
+  }
+  ET_LOG(Info, "TensorRT delegate %s: the blob lists no io_bindings; took %zu inputs and %zu outputs from the engine",
+         state->name, state->inputs.size(), state->outputs.size());
+  return true;
+}
+
+// Binds each blob IO binding to the engine tensor of the same name. The delegate's arguments are the inputs in
+// the order the bindings list them, then the outputs likewise; inputs and outputs may be interleaved.
 bool bind_io(const blob::Metadata& metadata, const engine::Engine& engine, DelegateState* state, std::string* error) {
+  if (metadata.io_bindings.empty()) return bind_io_from_engine(engine, state, error);
   const int32_t n_engine = engine.num_io_tensors();
   if (static_cast<size_t>(n_engine) != metadata.io_bindings.size()) {
     *error = "the blob describes " + std::to_string(metadata.io_bindings.size()) + " IO tensors but the engine has " +
@@ -35,15 +100,123 @@ bool bind_io(const blob::Metadata& metadata, const engine::Engine& engine, Deleg
                " in the blob but an " + (desc.is_input ? "input" : "output") + " of the engine; re-export the model";
       return false;
     }
-    if (desc.is_shape_tensor) {
-      *error = "input '" + binding.name +
-               "' is a TensorRT shape tensor; etrt supports only execution tensors as delegate IO. Rebuild the engine "
-               "so that shapes reach it through execution tensors";
-      return false;
-    }
-    IoSlot slot{binding.name, found, desc.dtype};
+    IoSlot slot;
+    if (!make_slot(engine, found, &slot, error)) return false;
     (binding.is_input ? state->inputs : state->outputs).push_back(std::move(slot));
   }
+  return true;
+}
+
+int32_t slot_named(const std::vector<IoSlot>& slots, const std::string& name) {
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (slots[i].name == name) return static_cast<int32_t>(i);
+  return -1;
+}
+
+// Makes output `o` write into input `i` in place.
+bool link_alias(DelegateState* state, int32_t o, int32_t i, const std::string& where, std::string* error) {
+  IoSlot& output = state->outputs[static_cast<size_t>(o)];
+  IoSlot& input = state->inputs[static_cast<size_t>(i)];
+  if (output.alias_of >= 0) {
+    *error = where + ": output '" + output.name + "' is already written in place into input '" +
+             state->inputs[static_cast<size_t>(output.alias_of)].name + "'; re-export the model";
+    return false;
+  }
+  if (input.alias_target) {
+    *error = where + ": input '" + input.name +
+             "' is already updated in place by another output; an input takes one aliased output at most: "
+             "re-export the model";
+    return false;
+  }
+  output.alias_of = i;
+  input.alias_target = true;
+  ++state->num_aliased;
+  return true;
+}
+
+// Resolves the blob's aliased_io against the engine: each entry names an output written in place into an input.
+// kv_cache_update pairs must be the engine's own (getAliasedInputTensor); user pairs must have one shape and type.
+// An alias the engine reports but the blob does not list is applied too: TensorRT requires the output to share the
+// input's memory.
+bool resolve_aliases(const blob::Metadata& metadata, const engine::Engine& engine, DelegateState* state,
+                     std::string* error) {
+  for (size_t k = 0; k < metadata.aliased_io.size(); ++k) {
+    const blob::AliasedIo& alias = metadata.aliased_io[k];
+    const std::string where = "aliased_io[" + std::to_string(k) + "] (output '" + alias.output + "', input '" +
+                              alias.input + "', kind '" + alias.kind + "')";
+    const int32_t o = slot_named(state->outputs, alias.output);
+    const int32_t i = slot_named(state->inputs, alias.input);
+    if (o < 0 || i < 0) {
+      *error = where + " names " + (o < 0 ? "an output" : "an input") +
+               " the delegate does not have; re-export the model";
+      return false;
+    }
+    const engine::TensorDesc& out = engine.io_tensor(state->outputs[static_cast<size_t>(o)].engine_index);
+    const engine::TensorDesc& in = engine.io_tensor(state->inputs[static_cast<size_t>(i)].engine_index);
+    if (alias.kind == blob::kAliasKindKvCacheUpdate) {
+      if (out.aliased_input != state->inputs[static_cast<size_t>(i)].engine_index) {
+        const std::string engine_says =
+            out.aliased_input < 0 ? "none" : "'" + engine.io_tensor(out.aliased_input).name + "'";
+        *error = where + " disagrees with the engine, whose alias for output '" + out.name + "' is " + engine_says +
+                 " (getAliasedInputTensor); the blob and its engine do not belong together: re-export the model";
+        return false;
+      }
+    } else if (alias.kind == kAliasKindUser) {
+      if (out.shape != in.shape || out.dtype != in.dtype) {
+        *error = where + ": the output is " + engine::to_string(out.dtype) + " " + shape_text(out.shape) +
+                 " but the input is " + engine::to_string(in.dtype) + " " + shape_text(in.shape) +
+                 "; a user alias writes the output into the input's memory, so they must have one shape and type: "
+                 "re-export the model";
+        return false;
+      }
+    } else {
+      *error = where + " has an unknown kind; etrt knows '" + std::string(blob::kAliasKindKvCacheUpdate) + "' and '" +
+               kAliasKindUser + "': re-export the model with one of them";
+      return false;
+    }
+    if (!link_alias(state, o, i, where, error)) return false;
+  }
+  for (size_t o = 0; o < state->outputs.size(); ++o) {
+    const engine::TensorDesc& out = engine.io_tensor(state->outputs[o].engine_index);
+    if (out.aliased_input < 0 || state->outputs[o].alias_of >= 0) continue;
+    int32_t i = -1;
+    for (size_t k = 0; k < state->inputs.size(); ++k)
+      if (state->inputs[k].engine_index == out.aliased_input) i = static_cast<int32_t>(k);
+    if (!link_alias(state, static_cast<int32_t>(o), i, "the engine's alias of output '" + out.name + "'", error))
+      return false;
+    ET_LOG(Info,
+           "TensorRT delegate %s: output '%s' is written in place into input '%s' (the engine says so; the blob's "
+           "aliased_io does not list it)",
+           state->name, out.name.c_str(), state->inputs[static_cast<size_t>(i)].name.c_str());
+  }
+  return true;
+}
+
+// Applies the weight-streaming budget before the engine's first context (TensorRT allows no change while one
+// exists): the one asked for, clamped to the streamable size, else TensorRT's automatic budget, falling back to
+// 0 (stream everything) if that is refused.
+bool apply_weight_streaming(engine::Engine& engine, DelegateState* state, std::string* error) {
+  const int64_t requested = state->options.weight_streaming_budget;
+  const int64_t streamable = engine.streamable_weights_size();
+  if (streamable <= 0) {
+    if (requested >= 0)
+      ET_LOG(Info,
+             "TensorRT delegate %s: weight_streaming_budget ignored: the engine has no streamable weights (it was "
+             "not built with weight streaming); all its weights stay on the device",
+             state->name);
+    return true;
+  }
+  const int64_t budget = requested < 0 ? engine.weight_streaming_automatic_budget() : std::min(requested, streamable);
+  if (!engine.set_weight_streaming_budget(budget)) {
+    if (requested >= 0 || !engine.set_weight_streaming_budget(0)) {
+      *error = std::string("could not apply the weight-streaming budget: ") + engine.last_error();
+      return false;
+    }
+    ET_LOG(Info, "TensorRT delegate %s: the automatic weight-streaming budget was refused; streaming every weight",
+           state->name);
+  }
+  ET_LOG(Info, "TensorRT delegate %s: weight-streaming budget %lld of %lld streamable bytes", state->name,
+         static_cast<long long>(engine.weight_streaming_budget()), static_cast<long long>(streamable));
   return true;
 }
 
@@ -149,7 +322,8 @@ bool plan_output_staging(DelegateState* state, engine::StreamHandle stream, std:
         return false;
       }
       size_t& b = (*bytes)[state->inputs.size() + o];
-      b = std::max(b, bytes_of(shape, state->outputs[o].dtype));
+      // An output written in place into an input is never staged on its own.
+      if (state->outputs[o].alias_of < 0) b = std::max(b, bytes_of(shape, state->outputs[o].dtype));
     }
     // The probe's switch may still be running on the load stream; a context is never destroyed with work in flight.
     if (probe && state->engine->memory_kind() == engine::MemoryKind::kDevice && !finish_load_work(error)) return false;
@@ -200,7 +374,9 @@ bool load_delegate(const void* data, size_t size, DelegateState* state, std::str
   }
 
   const bool loaded =
-      bind_io(parsed.metadata, *state->engine, state, error) && build_profile_table(*state->engine, state, error) &&
+      bind_io(parsed.metadata, *state->engine, state, error) &&
+      resolve_aliases(parsed.metadata, *state->engine, state, error) &&
+      apply_weight_streaming(*state->engine, state, error) && build_profile_table(*state->engine, state, error) &&
       (!parsed.metadata.profile_signature ||
        check_signature(*parsed.metadata.profile_signature, state->table, error)) &&
       create_contexts(state, stream, error) &&

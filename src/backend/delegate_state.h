@@ -25,6 +25,10 @@ struct IoSlot {
   std::string name;
   int32_t engine_index = -1;
   engine::DataType dtype = engine::DataType::kFloat32;
+  // Outputs: the input (an index into DelegateState::inputs) this output is written into in place, or -1.
+  // Inputs: whether some output is written into it (so it must be memory the engine can update in place).
+  int32_t alias_of = -1;
+  bool alias_target = false;
 };
 
 struct DelegateState {
@@ -49,10 +53,14 @@ struct DelegateState {
   profile::ProfileTable table;
   std::vector<IoSlot> inputs;
   std::vector<IoSlot> outputs;
+  // Outputs written in place into an input. ExecuTorch passes a tensor for each (the mutable buffer's write-back
+  // slot, which then gets a copy) or, when the delegate owns the buffer, none of them.
+  size_t num_aliased = 0;
 
   // Per-execution scratch, sized once at init so execute() never allocates.
   std::vector<Shape> input_shapes;
-  // The tensor arguments of the current call: inputs, then outputs.
+  // The tensor arguments of the current call: inputs, then outputs, by slot (nullptr for an aliased output the
+  // call passes no tensor for).
   std::vector<executorch::aten::Tensor*> arg_tensors;
   // Capacity (elements) ExecuTorch planned for each output, captured the
   // first time the output is seen, while it still has its upper-bound shape.

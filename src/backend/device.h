@@ -135,8 +135,18 @@ class DeviceCall {
   bool bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name, void** address);
 
   // After a successful enqueue: copies every staged output (arguments first_output.. of `tensors`) back into its
-  // host tensor, at the size the tensor was resized to.
+  // host tensor, at the size the tensor was resized to. Null entries (aliased outputs) are skipped.
   bool copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count);
+
+  // An input some output is written into in place: a device engine updates it where it lives, so it must be
+  // device memory (host memory would be staged, and the update lost); refuses host memory, naming `name`.
+  bool check_in_place(const executorch::aten::Tensor& input, const char* name);
+
+  // After a successful enqueue, for an output written in place into input argument `k` (`bytes` long): if the
+  // input was staged, copies the updated staging buffer back into it; then, if `write_back` is given and is other
+  // memory, copies the updated input into it (the mutable buffer's write-back slot). On the stream.
+  bool finish_in_place(size_t k, executorch::aten::Tensor& input, executorch::aten::Tensor* write_back, size_t bytes,
+                       const char* name);
 
   // Records the in-flight event after whatever this execution issued and waits for it when host memory is still
   // in use by the stream. Returns `status`, or an error if CUDA failed here. The destructor restores the device.

@@ -279,7 +279,7 @@ bool DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, siz
     return true;
   }
   for (size_t k = first_output; k < first_output + count; ++k) {
-    if (state_.staged[k] == 0) continue;
+    if (state_.staged[k] == 0 || tensors[k] == nullptr) continue;
     executorch::aten::Tensor& t = *tensors[k];
     const size_t bytes = t.nbytes();
     if (bytes == 0) continue;
@@ -292,6 +292,45 @@ bool DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, siz
                    cuda_text(status).c_str());
       return false;
     }
+  }
+  return true;
+}
+
+bool DeviceCall::check_in_place(const executorch::aten::Tensor& input, const char* name) {
+  if (!state_.device) return true;
+  int device = -1;
+  const Placement placement = placement_of(input, input.const_data_ptr(), &device);
+  if (placement == Placement::kDevice || placement == Placement::kManaged || input.nbytes() == 0) return true;
+  report_error(delegate_,
+               "input '%s' is updated in place by the engine (an aliased output, e.g. a KV cache), but it is in host "
+               "memory: etrt would stage it through a device buffer and the update would be lost. Pass it in device "
+               "memory of device %d (e.g. a device-resident KV cache)",
+               name, state_.device_id);
+  return false;
+}
+
+bool DeviceCall::finish_in_place(size_t k, executorch::aten::Tensor& input, executorch::aten::Tensor* write_back,
+                                 size_t bytes, const char* name) {
+  if (!state_.device) {
+    finish_in_place_host(state_, k, input, write_back, bytes);
+    return true;
+  }
+  if (bytes == 0) return true;
+  void* data = input.mutable_data_ptr();
+  cudaError_t status = cudaSuccess;
+  // A misaligned device input was staged on the device: the engine updated the staging buffer.
+  if (state_.staged[k] != 0)
+    status = cudaMemcpyAsync(data, state_.staging[k].data(), bytes, cudaMemcpyDeviceToDevice, as_stream(stream_));
+  if (status == cudaSuccess && write_back != nullptr && write_back->mutable_data_ptr() != data) {
+    int device = -1;
+    const Placement placement = placement_of(*write_back, write_back->const_data_ptr(), &device);
+    if (placement == Placement::kHost || placement == Placement::kPinnedHost) host_memory_in_flight_ = true;
+    status = cudaMemcpyAsync(write_back->mutable_data_ptr(), data, bytes, cudaMemcpyDefault, as_stream(stream_));
+  }
+  if (status != cudaSuccess) {
+    report_error(delegate_, "copying the in-place update of input '%s' (%zu bytes) failed: %s", name, bytes,
+                 cuda_text(status).c_str());
+    return false;
   }
   return true;
 }

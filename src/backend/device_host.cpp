@@ -72,6 +72,14 @@ bool DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, siz
   return true;
 }
 
+bool DeviceCall::check_in_place(const executorch::aten::Tensor& /*input*/, const char* /*name*/) { return true; }
+
+bool DeviceCall::finish_in_place(size_t k, executorch::aten::Tensor& input, executorch::aten::Tensor* write_back,
+                                 size_t bytes, const char* /*name*/) {
+  finish_in_place_host(state_, k, input, write_back, bytes);
+  return true;
+}
+
 executorch::runtime::Error DeviceCall::end(executorch::runtime::Error status) { return status; }
 
 }  // namespace etrt::backend

@@ -14,6 +14,8 @@ thread_local ExecutionReport* t_current_report = nullptr;
 }  // namespace
 
 const char* last_error_message() noexcept { return t_last_error; }
+void clear_last_error() noexcept { t_last_error[0] = '\0'; }
+bool has_last_error() noexcept { return t_last_error[0] != '\0'; }
 
 ExecutionReport::ExecutionReport() noexcept : previous_(t_current_report) { t_current_report = this; }
 ExecutionReport::~ExecutionReport() { t_current_report = previous_; }
@@ -49,8 +51,6 @@ void log_error_lines(const char* message) {
 }
 
 }  // namespace
-
-void clear_last_error() noexcept { t_last_error[0] = '\0'; }
 
 void report_error(const char* delegate, const char* format, ...) {
   int n = std::snprintf(t_last_error, kMaxMessage, "TensorRT delegate %s: ", delegate);

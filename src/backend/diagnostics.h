@@ -15,9 +15,6 @@ namespace etrt::backend {
 // last-error buffer and logs it at Error level.
 void report_error(const char* delegate, const char* format, ...) __attribute__((format(printf, 2, 3)));
 
-// Clears the thread's last error (called at the start of each execution so a
-// stale message never explains a later failure).
-void clear_last_error() noexcept;
 
 // Process-wide counters behind get_option (etrt/options.h kCounter*).
 struct Counters {

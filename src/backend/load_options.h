@@ -2,6 +2,8 @@
 // Load-time options of one delegate, read from ExecuTorch's runtime specs
 // (the LoadBackendOptionsMap entry for "TensorRTBackend").
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "etrt/profile_guard.h"
@@ -17,6 +19,9 @@ struct LoadOptions {
   bool auto_by_default = false;
   AutoPolicy auto_policy = AutoPolicy::kStickyFirstFit;
   ProfileStrategy strategy = ProfileStrategy::kSwitch;
+  // The weight-streaming budget asked for, in bytes; -1 when none was (the engine then gets TensorRT's automatic
+  // budget, if it streams weights at all).
+  int64_t weight_streaming_budget = -1;
 
   // The request an execution with no guard in force uses.
   ProfileRequest default_request() const {
@@ -36,5 +41,13 @@ struct RawOption {
 // Applies `option` to `options`. Unknown keys are refused so that a typo in a
 // runner does not silently fall back to defaults; returns false with `error`.
 bool apply_load_option(const RawOption& option, LoadOptions* options, std::string* error);
+
+// A byte count as the weight_streaming_budget compile spec and string load option carry it: one or more ASCII
+// decimal digits, nothing else, at most INT64_MAX. `text` need not be NUL-terminated.
+bool parse_byte_count(const char* text, size_t length, int64_t* bytes);
+
+// Applies the weight_streaming_budget compile spec (`value`, `length` bytes) unless a load option already set the
+// budget (load options override compile specs). False with `error` when the value is malformed.
+bool apply_weight_streaming_spec(const void* value, size_t length, LoadOptions* options, std::string* error);
 
 }  // namespace etrt::backend

@@ -58,10 +58,19 @@ bool bind_host(DeviceState& state, const char* delegate, size_t k, executorch::a
 
 void copy_back_host(DeviceState& state, executorch::aten::Tensor* const* tensors, size_t first_output, size_t count) {
   for (size_t k = first_output; k < first_output + count; ++k) {
-    if (state.staged[k] == 0) continue;
+    if (state.staged[k] == 0 || tensors[k] == nullptr) continue;
     executorch::aten::Tensor& t = *tensors[k];
     if (t.nbytes() > 0) std::memcpy(t.mutable_data_ptr(), state.staging[k].data(), t.nbytes());
   }
+}
+
+void finish_in_place_host(DeviceState& state, size_t k, executorch::aten::Tensor& input,
+                          executorch::aten::Tensor* write_back, size_t bytes) {
+  if (bytes == 0) return;
+  void* data = input.mutable_data_ptr();
+  if (state.staged[k] != 0) std::memcpy(data, state.staging[k].data(), bytes);
+  if (write_back != nullptr && write_back->mutable_data_ptr() != data)
+    std::memmove(write_back->mutable_data_ptr(), data, bytes);
 }
 
 }  // namespace etrt::backend

@@ -34,7 +34,11 @@ bool prepare_host_staging(DeviceState* state, const std::vector<size_t>& staging
 bool bind_host(DeviceState& state, const char* delegate, size_t k, executorch::aten::Tensor& tensor, bool is_input,
                const char* name, void** address);
 
-// After the enqueue: copies staged outputs back into their tensors.
+// After the enqueue: copies staged outputs back into their tensors (null entries skipped).
 void copy_back_host(DeviceState& state, executorch::aten::Tensor* const* tensors, size_t first_output, size_t count);
+
+// Host engines' DeviceCall::finish_in_place.
+void finish_in_place_host(DeviceState& state, size_t k, executorch::aten::Tensor& input,
+                          executorch::aten::Tensor* write_back, size_t bytes);
 
 }  // namespace etrt::backend

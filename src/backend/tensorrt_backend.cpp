@@ -44,10 +44,28 @@ bool read_load_options(const BackendInitContext& context, LoadOptions* options, 
     } else if (const auto* s = std::get_if<std::array<char, kMaxOptionValueLength>>(&option.value)) {
       raw.kind = RawOption::Kind::kString;
       raw.string_value = s->data();
+      if (std::strcmp(option.key, kOptionWeightStreamingBudget) == 0 && s->front() == '\0')
+        ET_LOG(Info, "TensorRTBackend load option '%s' is empty and was ignored", kOptionWeightStreamingBudget);
     }
     if (!apply_load_option(raw, options, error)) return false;
   }
   return true;
+}
+
+// The compile specs etrt reads: weight_streaming_budget, at most once. Profile choice is runtime state; nothing
+// about it is read from compile specs.
+bool read_compile_specs(ArrayRef<CompileSpec> specs, LoadOptions* options, std::string* error) {
+  const CompileSpec* budget = nullptr;
+  for (const CompileSpec& spec : specs) {
+    if (spec.key == nullptr || std::strcmp(spec.key, kOptionWeightStreamingBudget) != 0) continue;
+    if (budget != nullptr) {
+      *error = std::string("the delegate carries the '") + kOptionWeightStreamingBudget +
+               "' compile spec twice; re-export with one budget";
+      return false;
+    }
+    budget = &spec;
+  }
+  return budget == nullptr || apply_weight_streaming_spec(budget->value.buffer, budget->value.nbytes, options, error);
 }
 
 class TensorRTBackend final : public executorch::runtime::BackendInterface {
@@ -55,8 +73,7 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
   bool is_available() const override { return true; }
 
   Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* processed,
-                               ArrayRef<CompileSpec> /*compile_specs*/) const override {
-    // Profile choice is runtime state; nothing about it is read from compile specs.
+                               ArrayRef<CompileSpec> compile_specs) const override {
     static std::atomic<int> next_ordinal{0};
     char name[64];
     const char* method = context.get_method_name() ? context.get_method_name() : "?";
@@ -64,9 +81,14 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
 
     LoadOptions options;
     std::string error;
+    clear_last_error();
     if (!read_load_options(context, &options, &error)) {
       report_error(name, "%s", error.c_str());
       return Error::InvalidArgument;
+    }
+    if (!read_compile_specs(compile_specs, &options, &error)) {
+      report_error(name, "%s", error.c_str());
+      return Error::InvalidProgram;
     }
 
     // The handle lives in the method's runtime allocator, as ExecuTorch

@@ -46,6 +46,10 @@ struct TensorDesc {
   DataType dtype = DataType::kFloat32;
   Shape shape;                     // -1 marks a dynamic dimension
   bool is_shape_tensor = false;    // TensorRT shape-inference IO; etrt refuses these
+  // Outputs: the IO index of the input whose memory the engine writes this output into (TensorRT's
+  // getAliasedInputTensor, e.g. an IKVCacheUpdateLayer's cache; TensorRT >= 10.15), else -1. Such an output must
+  // be bound to the input's address.
+  int32_t aliased_input = -1;
 };
 
 // TensorRT requires every I/O tensor address to be aligned to this many bytes
@@ -107,6 +111,14 @@ class Engine {
   virtual MemoryKind memory_kind() const = 0;
   // Scratch memory one context needs, for the largest profile.
   virtual size_t device_memory_size() const = 0;
+
+  // Weight streaming (TensorRT engines built with kWEIGHT_STREAMING): the bytes of weights that may stay off the
+  // device (0: the engine has none), TensorRT's automatic budget, and the budget in force. The budget can be set
+  // only before the first context is created.
+  virtual int64_t streamable_weights_size() const = 0;
+  virtual int64_t weight_streaming_automatic_budget() const = 0;
+  virtual int64_t weight_streaming_budget() const = 0;
+  virtual bool set_weight_streaming_budget(int64_t bytes) = 0;
 
   virtual std::unique_ptr<ExecutionContext> create_context(const ContextOptions& options) = 0;
 

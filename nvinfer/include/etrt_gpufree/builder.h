@@ -62,11 +62,23 @@ class ETRT_GPUFREE_API Builder {
   //   scale:     a * factor
   //   matmul:    a [..., K] x weight (a constant [K, N]) -> [..., N]
   //   identity:  a copy, any dtype
+  //   kv_cache_update: TensorRT's IKVCacheUpdateLayer. `cache` an input [B, T, D] float32, `update` [B, S, D]
+  //              float32 with S <= T, `write_indices` [B] int32/int64; `output` must be a declared output of the
+  //              cache's shape. Rows write_indices[b] .. + S - 1 of batch b become the update, in place:
+  //              getAliasedInputTensor(output) names the cache, and enqueueV3 refuses unless the output is bound
+  //              to the cache's address. A range past T fails the enqueue (CUDA mode: that batch is not written).
+  //   causal_attention: queries `q` [B, S, D] at positions positions[b] + s attend keys `k` [B, T, D] 0 .. that
+  //              position with softmax(scale * q . k) over values `v` [B, T, E] -> [B, S, E]; `positions` [B]
+  //              int32/int64. A position past T fails the enqueue (CUDA mode: that batch's rows are NaN).
   Builder& embedding(const std::string& ids, const std::string& table, const std::string& output);
   Builder& add(const std::string& a, const std::string& b, const std::string& output);
   Builder& scale(const std::string& input, float factor, const std::string& output);
   Builder& matmul(const std::string& input, const std::string& weight, const std::string& output);
   Builder& identity(const std::string& input, const std::string& output);
+  Builder& kv_cache_update(const std::string& cache, const std::string& update, const std::string& write_indices,
+                           const std::string& output);
+  Builder& causal_attention(const std::string& q, const std::string& k, const std::string& v,
+                            const std::string& positions, float scale, const std::string& output);
 
   // Modeled cost of a profile switch: every successful set_optimization_profile busy-waits this long (0..10 s).
   Builder& set_switch_cost_ns(int64_t ns);
@@ -79,6 +91,9 @@ class ETRT_GPUFREE_API Builder {
   // stream over device pointers, its weights live in device memory. Such bytes load anywhere (to be inspected or
   // packed), but their contexts need an etrt built with -DETRT_WITH_CUDA=ON and a GPU. Default kHost.
   Builder& set_memory_kind(MemoryKind kind);
+  // Builds with weight streaming (TensorRT's BuilderFlag::kWEIGHT_STREAMING): every constant counts as a
+  // streamable weight, so getStreamableWeightsSize() > 0 and the budget calls apply. Default off.
+  Builder& enable_weight_streaming(bool enabled = true);
 
   // The serialized engine, or empty with the reason in *error.
   std::vector<uint8_t> build(std::string* error) const;
@@ -103,11 +118,12 @@ class ETRT_GPUFREE_API Builder {
     Shape shape;
     std::vector<float> values;
   };
-  enum class OpSpecKind : uint8_t { kEmbedding, kAdd, kScale, kMatMul, kIdentity };
+  enum class OpSpecKind : uint8_t { kEmbedding, kAdd, kScale, kMatMul, kIdentity, kKvCacheUpdate, kCausalAttention };
   struct OpSpec {
     OpSpecKind kind;
     std::string a, b, out;
     float factor = 1.0f;
+    std::string c, d;
   };
 
   void note_error(std::string message);
@@ -122,6 +138,7 @@ class ETRT_GPUFREE_API Builder {
   uint64_t device_memory_size_ = 0;
   bool tracing_ = true;
   MemoryKind memory_kind_ = MemoryKind::kHost;
+  bool weight_streaming_ = false;
   std::string first_error_;  // misuse seen before build(), reported by it
 };
 

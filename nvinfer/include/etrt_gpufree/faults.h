@@ -31,8 +31,9 @@ enum class Call : uint8_t {
   kSetTensorAddress,
   kSetDeviceMemoryV2,
   kEnqueueV3,
+  kSetWeightStreamingBudgetV2,
 };
-inline constexpr int kCallCount = 9;
+inline constexpr int kCallCount = 10;
 // "enqueueV3", ...: the NvInfer name.
 ETRT_GPUFREE_API const char* to_string(Call call);
 

@@ -36,6 +36,7 @@ namespace etrt::gpufree {
 //   kSetTensorAddress        io_index, address
 //   kSetDeviceMemory         address, size
 //   kEnqueue                 profile (the one it ran on), stream, input_shapes
+//   kSetWeightStreamingBudget size = the budget requested (bytes)
 enum class TraceKind : uint8_t {
   kLoadEngine,
   kDestroyEngine,
@@ -46,6 +47,7 @@ enum class TraceKind : uint8_t {
   kSetTensorAddress,
   kSetDeviceMemory,
   kEnqueue,
+  kSetWeightStreamingBudget,
 };
 ETRT_GPUFREE_API const char* to_string(TraceKind kind);
 

@@ -194,6 +194,37 @@ struct Loaded {
   std::vector<TensorDesc> io;  // engine order; io[i].name.c_str() is the name NvInfer gets, copied once
 };
 
+// getAliasedInputTensor and IKVCacheUpdateLayer first appear in TensorRT 10.15; engines of older versions have no
+// aliased outputs.
+#if NV_TENSORRT_MAJOR > 10 || (NV_TENSORRT_MAJOR == 10 && NV_TENSORRT_MINOR >= 15)
+#define ETRT_TENSORRT_HAS_ALIASES 1
+#else
+#define ETRT_TENSORRT_HAS_ALIASES 0
+#endif
+
+// Fills each output's aliased_input from the engine's own alias table.
+bool describe_aliases(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io, std::string* error) {
+#if ETRT_TENSORRT_HAS_ALIASES
+  for (TensorDesc& desc : *io) {
+    if (desc.is_input) continue;
+    const char* input = engine.getAliasedInputTensor(desc.name.c_str());
+    if (input == nullptr) continue;
+    for (size_t i = 0; i < io->size(); ++i)
+      if ((*io)[i].is_input && (*io)[i].name == input) desc.aliased_input = static_cast<int32_t>(i);
+    if (desc.aliased_input < 0) {
+      *error = "engine output '" + desc.name + "' aliases '" + input +
+               "' (getAliasedInputTensor), which is not an input of the engine";
+      return false;
+    }
+  }
+#else
+  (void)engine;
+  (void)io;
+  (void)error;
+#endif
+  return true;
+}
+
 bool describe_io(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io, std::string* error) {
   const int32_t count = engine.getNbIOTensors();
   const int32_t profiles = engine.getNbOptimizationProfiles();
@@ -438,6 +469,19 @@ class TensorRTEngine final : public Engine {
     return size > 0 ? static_cast<size_t>(size) : 0;
   }
 
+  int64_t streamable_weights_size() const override { return loaded_->engine->getStreamableWeightsSize(); }
+  int64_t weight_streaming_automatic_budget() const override {
+    return loaded_->engine->getWeightStreamingAutomaticBudget();
+  }
+  int64_t weight_streaming_budget() const override { return loaded_->engine->getWeightStreamingBudgetV2(); }
+
+  bool set_weight_streaming_budget(int64_t bytes) override {
+    const uint64_t mark = loaded_->logger.errors().mark();
+    if (loaded_->engine->setWeightStreamingBudgetV2(bytes)) return true;
+    error_ = "setWeightStreamingBudgetV2(" + std::to_string(bytes) + ") failed: " + loaded_->logger.errors().since(mark);
+    return false;
+  }
+
   std::unique_ptr<ExecutionContext> create_context(const ContextOptions& options) override {
     const uint64_t mark = loaded_->logger.errors().mark();
     auto context = std::make_unique<TensorRTContext>(loaded_);
@@ -505,7 +549,8 @@ std::unique_ptr<Engine> deserialize(const void* data, size_t size, int64_t devic
   // The GPU-free implementation's host engines compute on the calling thread over host memory.
   if (etrt_gpufree_engineRunsOnHost(loaded->engine.get())) loaded->memory_kind = MemoryKind::kHost;
 #endif
-  if (!describe_io(*loaded->engine, &loaded->io, error)) return nullptr;
+  if (!describe_io(*loaded->engine, &loaded->io, error) || !describe_aliases(*loaded->engine, &loaded->io, error))
+    return nullptr;
   return std::make_unique<TensorRTEngine>(std::move(loaded));
 }
 
