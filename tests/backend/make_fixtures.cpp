@@ -292,6 +292,125 @@ bool adapter_fixtures() {
   return ok;
 }
 
+// The cache engine of the aliasing fixtures: x [1, 1..4, 2] and write index pos [1] update rows pos.. of
+// cache [1, 8, 2] in place (cache_out, TensorRT's KV-cache update), and y = 2x.
+std::vector<uint8_t> kv_engine(const std::string& label) {
+  Builder b(label);
+  b.add_input("x", DataType::kFloat32, make_shape({1, -1, 2}))
+      .add_input("pos", DataType::kInt64, make_shape({1}))
+      .add_input("cache", DataType::kFloat32, make_shape({1, 8, 2}))
+      .add_output("y", DataType::kFloat32, make_shape({1, -1, 2}))
+      .add_output("cache_out", DataType::kFloat32, make_shape({1, 8, 2}))
+      .scale("x", 2.0f, "y")
+      .kv_cache_update("cache", "x", "pos", "cache_out")
+      .set_memory_kind(g_kind);
+  b.set_profile_shape(b.add_profile(), "x", make_shape({1, 1, 2}), make_shape({1, 2, 2}), make_shape({1, 4, 2}));
+  return built(b, label);
+}
+
+// A TR02 blob around kv_engine with `aliases` as its aliased_io.
+bool kv_blob(const std::string& name, std::vector<etrt::blob::AliasedIo> aliases) {
+  return write_blob(name, kv_engine(name), true, [&](etrt::blob::Metadata& m) { m.aliased_io = aliases; });
+}
+
+// x, pos, cache (the caller's memory: unplanned), y; with `write_back`, also the cache's write-back output
+// cache_out, as ExecuTorch passes it for a mutable buffer the program owns.
+bool kv_spec(const std::string& name, const std::string& blob, bool write_back) {
+  json values = {tensor("x", "float32", {1, 4, 2}, true), tensor("pos", "int64", {1}, false),
+                 tensor("cache", "float32", {1, 8, 2}, false, /*planned=*/false),
+                 tensor("y", "float32", {1, 4, 2}, true)};
+  std::vector<std::string> outputs = {"y"};
+  std::vector<std::string> args = {"x", "pos", "cache", "y"};
+  if (write_back) {
+    values.push_back(tensor("cache_out", "float32", {1, 8, 2}, false));
+    outputs.push_back("cache_out");
+    args.push_back("cache_out");
+  }
+  return write_spec(name, values, {"x", "pos", "cache"}, outputs, {trt_call(blob, args)});
+}
+
+// x [1, 4] -> y = x W (W a constant [4, 4]): an engine whose weights are streamable when `streaming`.
+std::vector<uint8_t> weights_engine(const std::string& label, bool streaming) {
+  Builder b(label);
+  std::vector<float> w(16, 0.0f);
+  for (int i = 0; i < 4; ++i) w[static_cast<size_t>(i * 4 + i)] = 3.0f;
+  b.add_input("x", DataType::kFloat32, make_shape({1, 4}))
+      .add_output("y", DataType::kFloat32, make_shape({1, 4}))
+      .add_constant("w", make_shape({4, 4}), w)
+      .matmul("x", "w", "y")
+      .enable_weight_streaming(streaming);
+  return built(b, label);
+}
+
+bool weights_spec(const std::string& name, const std::string& blob, json compile_specs) {
+  json c = trt_call(blob, {"x", "y"});
+  if (!compile_specs.is_null()) c["compile_specs"] = compile_specs;
+  return write_spec(name, {tensor("x", "float32", {1, 4}, false), tensor("y", "float32", {1, 4}, false)}, {"x"},
+                    {"y"}, {c});
+}
+
+json spec_entry(const char* key, const char* value) { return {{"key", key}, {"value", value}}; }
+
+// In-place aliased IO, weight streaming, 0-d outputs and blobs without io_bindings (tests/backend only).
+bool contract_fixtures() {
+  using etrt::blob::AliasedIo;
+  bool ok = true;
+  const AliasedIo kv{"cache_out", "cache", "kv_cache_update"};
+  ok &= kv_blob("kv", {kv}) && kv_spec("kv_write_back", "kv", true) && kv_spec("kv_owned", "kv", false);
+  // The engine aliases cache_out to cache, and the blob does not say so: applied all the same.
+  ok &= kv_blob("kv_unlisted", {}) && kv_spec("kv_unlisted", "kv_unlisted", true);
+  // A user alias: y = 2x written into x.
+  ok &= kv_blob("alias_user", {kv, {"y", "x", "user"}}) && kv_spec("alias_user", "alias_user", true);
+  // Refused at load.
+  ok &= kv_blob("alias_unknown_kind", {{"cache_out", "cache", "mirror"}}) &&
+        kv_spec("alias_unknown_kind", "alias_unknown_kind", true);
+  ok &= kv_blob("alias_kv_disagrees", {{"cache_out", "x", "kv_cache_update"}}) &&
+        kv_spec("alias_kv_disagrees", "alias_kv_disagrees", true);
+  ok &= kv_blob("alias_user_shapes", {kv, {"y", "pos", "user"}}) &&
+        kv_spec("alias_user_shapes", "alias_user_shapes", true);
+
+  // Weight streaming: the automatic budget, a compile spec, one above the streamable size, malformed and
+  // duplicated specs, and an engine without streamable weights.
+  ok &= write_blob("ws", weights_engine("ws", true)) && weights_spec("ws_auto", "ws", nullptr) &&
+        weights_spec("ws_spec", "ws", json::array({spec_entry("weight_streaming_budget", "40")})) &&
+        weights_spec("ws_spec_above", "ws", json::array({spec_entry("weight_streaming_budget", "1000")})) &&
+        weights_spec("ws_spec_malformed", "ws", json::array({spec_entry("weight_streaming_budget", "12abc")})) &&
+        weights_spec("ws_spec_negative", "ws", json::array({spec_entry("weight_streaming_budget", "-1")})) &&
+        weights_spec("ws_spec_twice", "ws",
+                     json::array({spec_entry("weight_streaming_budget", "8"),
+                                  spec_entry("weight_streaming_budget", "9")}));
+  ok &= write_blob("ws_resident", weights_engine("ws_resident", false)) &&
+        weights_spec("ws_resident", "ws_resident", json::array({spec_entry("weight_streaming_budget", "40")}));
+
+  // A 0-d output: the engine says [1], ExecuTorch's tensor has rank 0.
+  {
+    Builder b("scalar_output");
+    b.add_input("x", DataType::kFloat32, make_shape({1}))
+        .add_output("y", DataType::kFloat32, make_shape({1}))
+        .scale("x", 3.0f, "y");
+    ok &= write_blob("scalar_output", built(b, "scalar_output")) &&
+          write_spec("scalar_output", {tensor("x", "float32", {1}, false), tensor("y", "float32", {}, false)}, {"x"},
+                     {"y"}, {trt_call("scalar_output", {"x", "y"})});
+  }
+  // No io_bindings: the names come from the engine, ordered by their numeric suffixes, not the engine's order.
+  {
+    Builder b("no_bindings");
+    b.add_input("input_1", DataType::kFloat32, make_shape({1, 4}))
+        .add_input("input_0", DataType::kFloat32, make_shape({1, 4}))
+        .add_output("output_1", DataType::kFloat32, make_shape({1, 4}))
+        .add_output("output_0", DataType::kFloat32, make_shape({1, 4}))
+        .identity("input_0", "output_0")
+        .scale("input_1", 2.0f, "output_1");
+    ok &= write_blob("no_bindings", built(b, "no_bindings"), false,
+                     [](etrt::blob::Metadata& m) { m.io_bindings.clear(); }) &&
+          write_spec("no_bindings",
+                     {tensor("a", "float32", {1, 4}, false), tensor("b", "float32", {1, 4}, false),
+                      tensor("c", "float32", {1, 4}, false), tensor("d", "float32", {1, 4}, false)},
+                     {"a", "b"}, {"c", "d"}, {trt_call("no_bindings", {"a", "b", "c", "d"})});
+  }
+  return ok;
+}
+
 // Variants only the CUDA path needs (tests/gpu, bench/gpu).
 bool cuda_fixtures() {
   bool ok = true;
@@ -332,6 +451,6 @@ int main(int argc, char** argv) {
   }
   g_dir = argv[argc - 1];
   g_kind = cuda ? MemoryKind::kDevice : MemoryKind::kHost;
-  const bool ok = shared_fixtures() && (cuda ? cuda_fixtures() : refusal_fixtures() && adapter_fixtures());
+  const bool ok = shared_fixtures() && (cuda ? cuda_fixtures() : refusal_fixtures() && adapter_fixtures() && contract_fixtures());
   return ok ? 0 : 1;
 }
