@@ -185,6 +185,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
     profile_ = profile;
     switch_stream_ = stream;
     switched_since_enqueue_ = true;
+    deferred_work_ = true;
     // TensorRT forgets every input shape on a switch; so do we, so a backend that skips re-setting them fails here.
     for (size_t i = 0; i < input_set_.size(); ++i) input_set_[i] = false;
     inferred_ = false;
@@ -220,6 +221,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
     shapes_[static_cast<size_t>(io_index)] = shape;
     input_set_[static_cast<size_t>(io_index)] = true;
     inferred_ = false;
+    deferred_work_ = true;
     return traced(nullptr);
   }
 
@@ -483,6 +485,16 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
                       "the input's memory");
     }
     if (state_->device_mode() && (!check_device_binding() || !check_device_order())) return false;
+    bool capturing = false;
+    if (state_->device_mode()) {
+      std::string why;
+      if (!device::stream_capturing(stream, &capturing, &why)) return refuse("enqueue: " + why);
+      if (capturing && deferred_work_)
+        return refuse(
+            "enqueue: the stream is capturing a CUDA graph, but this is the first enqueue since the input shapes or "
+            "the optimization profile changed, whose shape-dependent work cannot be captured; enqueue once without "
+            "capture first, then capture");
+    }
 
     const uint64_t scratch_bytes = state_->plan.device_memory_size;
     {
@@ -543,6 +555,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
     }
     if (!ok) return refuse("enqueue: " + error);
     switched_since_enqueue_ = false;
+    if (!capturing) deferred_work_ = false;
     return true;
   }
 
@@ -556,6 +569,9 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
   int32_t profile_ = 0;
   StreamHandle switch_stream_ = nullptr;
   bool switched_since_enqueue_ = false;
+  // TensorRT does shape-dependent work on the first enqueue after the input shapes or the profile change, which a
+  // CUDA graph cannot capture: set by those changes (and for a new context), cleared by an enqueue not captured.
+  bool deferred_work_ = true;
   std::vector<bool> input_set_;        // by io index
   std::vector<bool> address_set_;      // by io index
   mutable std::vector<Shape> shapes_;  // by tensor id: inputs as set, the rest inferred

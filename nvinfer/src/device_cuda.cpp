@@ -75,6 +75,19 @@ bool touch_ends(void* memory, size_t bytes, StreamHandle stream, std::string* er
   return status == cudaSuccess || failed(status, "cudaMemsetAsync (scratch memory)", error);
 }
 
+bool stream_capturing(StreamHandle stream, bool* capturing, std::string* error) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  const cudaError_t result = cudaStreamIsCapturing(as_stream(stream), &status);
+  // The legacy stream while another stream captures: a capture all the same.
+  if (result == cudaErrorStreamCaptureImplicit) {
+    *capturing = true;
+    return true;
+  }
+  if (result != cudaSuccess) return failed(result, "cudaStreamIsCapturing", error);
+  *capturing = status != cudaStreamCaptureStatusNone;
+  return true;
+}
+
 bool launch_status(std::string* error) {
   const cudaError_t status = cudaGetLastError();
   return status == cudaSuccess || failed(status, "a kernel launch", error);
@@ -95,7 +108,11 @@ void destroy_event(void* event) {
 }
 
 bool record_event(void* event, StreamHandle stream, std::string* error) {
-  const cudaError_t status = cudaEventRecord(static_cast<cudaEvent_t>(event), as_stream(stream));
+  bool capturing = false;
+  if (!stream_capturing(stream, &capturing, error)) return false;
+  const cudaError_t status =
+      capturing ? cudaEventRecordWithFlags(static_cast<cudaEvent_t>(event), as_stream(stream), cudaEventRecordExternal)
+                : cudaEventRecord(static_cast<cudaEvent_t>(event), as_stream(stream));
   return status == cudaSuccess || failed(status, "cudaEventRecord", error);
 }
 

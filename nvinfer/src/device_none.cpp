@@ -49,6 +49,10 @@ bool allocate_mapped_flag(int** flag, std::string* error) {
   return no_cuda(error);
 }
 void release_mapped_flag(int*) {}
+bool stream_capturing(StreamHandle, bool* capturing, std::string*) {
+  *capturing = false;
+  return true;
+}
 bool store_word(int32_t*, int32_t, StreamHandle, std::string* error) { return no_cuda(error); }
 bool check_word(const int32_t*, int32_t, int*, StreamHandle, std::string* error) { return no_cuda(error); }
 

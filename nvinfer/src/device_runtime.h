@@ -39,12 +39,16 @@ bool pointer_info(const void* address, PointerInfo* info, std::string* error);
 // compute-sanitizer).
 bool touch_ends(void* memory, size_t bytes, StreamHandle stream, std::string* error);
 
+// Whether `stream` is capturing a CUDA graph.
+bool stream_capturing(StreamHandle stream, bool* capturing, std::string* error);
+
 // After a run of kernel launches: false with the launch error, if any.
 bool launch_status(std::string* error);
 
 // A CUDA event without timing; null (with *error) on failure.
 void* create_event(std::string* error);
 void destroy_event(void* event);
+// On a capturing stream the record becomes a node of the graph (cudaEventRecordExternal), so each replay records it.
 bool record_event(void* event, StreamHandle stream, std::string* error);
 // True when the event has completed (or was never recorded).
 bool event_complete(void* event);

@@ -289,6 +289,7 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
   bool shapes_changed = !cache.valid;
   for (size_t i = 0; i < n_in && !shapes_changed; ++i) shapes_changed = state.input_shapes[i] != cache.input_shapes[i];
   if (shapes_changed) {
+    cache.ran = false;
     const Error status = set_shapes_and_infer_outputs(state, *context, cache, chosen);
     if (status != Error::Ok) return status;
   }
@@ -311,6 +312,7 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
         return Error::InvalidArgument;
     }
     if (address == cache.addresses[k]) continue;  // the context still holds it
+    cache.ran = false;
     cache.addresses[k] = nullptr;
     if (!context->set_tensor_address(slot.engine_index, address)) {
       report_error(state.name, "binding '%s' failed: %s", slot.name.c_str(), context->last_error());
@@ -320,10 +322,12 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
   }
 
   device.issued();  // a failed enqueue may still have left work on the stream
-  if (!context->enqueue(stream)) {
-    report_error(state.name, "the engine failed to run under profile %d: %s", chosen, context->last_error());
+  GraphSet* graphs = state.device.graphs.empty() ? nullptr : &state.device.graphs[context_index];
+  if (!device.enqueue(*context, graphs, cache.ran, chosen, cache.input_shapes, cache.addresses)) {
+    cache.ran = false;
     return Error::Internal;
   }
+  cache.ran = true;
   if (!device.copy_back_outputs(state.arg_tensors.data(), n_in, state.outputs.size())) return Error::Internal;
   for (size_t o = 0; o < state.outputs.size(); ++o) {
     const IoSlot& slot = state.outputs[o];

@@ -399,6 +399,9 @@ bool load_delegate(const void* data, size_t size, DelegateState* state, std::str
     cache.addresses.assign(state->inputs.size() + state->outputs.size(), nullptr);
   }
   state->active_profile = 0;
+  if (on_device && state->options.cuda_graphs)
+    prepare_graphs(&state->device, state->contexts.size(), state->inputs.size(),
+                   state->inputs.size() + state->outputs.size());
   return true;
 }
 

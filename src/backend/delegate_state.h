@@ -75,9 +75,13 @@ struct DelegateState {
     std::vector<Shape> input_shapes;   // as given to set_input_shape
     std::vector<Shape> output_shapes;  // as inferred from them
     std::vector<void*> addresses;      // as given to set_tensor_address, per argument (inputs, then outputs)
+    // The context's last enqueue ran with exactly these shapes, addresses and its profile: the next one may be
+    // captured into a CUDA graph, or replay one (TensorRT defers work to the first enqueue after a change).
+    bool ran = false;
 
     void forget() {
       valid = false;
+      ran = false;
       for (void*& a : addresses) a = nullptr;
     }
   };

@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <executorch/runtime/core/error.h>
@@ -60,6 +61,28 @@ class DeviceBuffer {
   size_t size_ = 0;
 };
 
+// The CUDA graphs of one execution context's enqueue, each for one profile, set of input shapes and set of bound
+// addresses (device_cuda.cpp). A few per context: decode and prefill alternate.
+struct GraphSet {
+  static constexpr size_t kCapacity = 4;
+  struct Entry {
+    void* graph = nullptr;  // cudaGraphExec_t; null: the slot is free
+    int32_t profile = -1;
+    std::vector<Shape> shapes;
+    std::vector<void*> addresses;
+    uint64_t last_use = 0;
+  };
+  std::vector<Entry> entries;  // kCapacity of them, sized at load
+  uint64_t clock = 0;
+
+  GraphSet() = default;
+  ~GraphSet();
+  GraphSet(GraphSet&& other) noexcept : entries(std::move(other.entries)), clock(other.clock) {}
+  GraphSet(const GraphSet&) = delete;
+  GraphSet& operator=(const GraphSet&) = delete;
+  GraphSet& operator=(GraphSet&&) = delete;
+};
+
 // A delegate's device resources, made at load by prepare_device_state(). Empty (device == false) for host engines.
 struct DeviceState {
   bool device = false;  // the engine runs in device memory
@@ -71,6 +94,10 @@ struct DeviceState {
   // One buffer per delegate argument, inputs then outputs, at capacity; and whether this execution staged each one.
   std::vector<DeviceBuffer> staging;
   std::vector<uint8_t> staged;
+  // CUDA graphs (LoadOptions::cuda_graphs, device engines only): one set per execution context; `graphs_failed`
+  // once a capture has failed, after which every execution enqueues plainly.
+  std::vector<GraphSet> graphs;
+  bool graphs_failed = false;
 
   DeviceState() = default;
   ~DeviceState();
@@ -113,6 +140,9 @@ bool prepare_device_state(DeviceState* state, int device_id, const std::vector<s
 // destroy(): blocks until the delegate's last execution has finished on the device.
 void wait_for_in_flight(DeviceState& state);
 
+// Makes an empty GraphSet per context, each with room for `num_inputs` shapes and `num_args` addresses.
+void prepare_graphs(DeviceState* state, size_t num_contexts, size_t num_inputs, size_t num_args);
+
 // The device side of one execution. For a host engine every call is a pass-through and no CUDA is touched.
 class DeviceCall {
  public:
@@ -147,6 +177,13 @@ class DeviceCall {
   // memory, copies the updated input into it (the mutable buffer's write-back slot). On the stream.
   bool finish_in_place(size_t k, executorch::aten::Tensor& input, executorch::aten::Tensor* write_back, size_t bytes,
                        const char* name);
+
+  // Runs `context` on the stream. With `graphs` (CUDA graphs enabled and not failed) and `steady` (the context
+  // last ran with exactly this profile, these input shapes and these addresses), replays the graph captured for
+  // them, capturing it first if there is none; otherwise a plain enqueue. A capture that fails disables graphs for
+  // the delegate (one log line) and this execution enqueues plainly. Reports failures.
+  bool enqueue(engine::ExecutionContext& context, GraphSet* graphs, bool steady, int32_t profile,
+               const std::vector<Shape>& shapes, const std::vector<void*>& addresses);
 
   // Records the in-flight event after whatever this execution issued and waits for it when host memory is still
   // in use by the stream. Returns `status`, or an error if CUDA failed here. The destructor restores the device.

@@ -9,6 +9,7 @@
 #include <new>
 
 #include <executorch/runtime/core/portable_type/device.h>
+#include <executorch/runtime/platform/log.h>
 
 #include "backend/device.h"
 #include "backend/diagnostics.h"
@@ -170,6 +171,64 @@ bool prepare_device_state(DeviceState* state, int device_id, const std::vector<s
   state->in_flight_event = event;
   return true;
 }
+
+// ---- CUDA graphs ----
+
+GraphSet::~GraphSet() {
+  // destroy_delegate() has made the device current and waited for the last execution.
+  for (Entry& e : entries)
+    if (e.graph != nullptr) (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(e.graph));
+}
+
+void prepare_graphs(DeviceState* state, size_t num_contexts, size_t num_inputs, size_t num_args) {
+  state->graphs.clear();
+  state->graphs.reserve(num_contexts);
+  for (size_t c = 0; c < num_contexts; ++c) {
+    GraphSet set;
+    set.entries.resize(GraphSet::kCapacity);
+    for (GraphSet::Entry& e : set.entries) {
+      e.shapes.resize(num_inputs);
+      e.addresses.resize(num_args);
+    }
+    state->graphs.push_back(std::move(set));
+  }
+}
+
+namespace {
+
+bool same_key(const GraphSet::Entry& e, int32_t profile, const std::vector<Shape>& shapes,
+              const std::vector<void*>& addresses) {
+  return e.graph != nullptr && e.profile == profile && e.shapes == shapes && e.addresses == addresses;
+}
+
+// Captures `context`'s enqueue on `stream` and instantiates it; null (and the reason) if CUDA or the engine
+// refuses. The capture is ended on every path, so the stream is usable afterwards.
+cudaGraphExec_t capture(engine::ExecutionContext& context, cudaStream_t stream, std::string* why) {
+  // Thread-local: calls other threads make meanwhile (another delegate's cudaMalloc, say) do not invalidate it.
+  cudaError_t status = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+  if (status != cudaSuccess) {
+    *why = "cudaStreamBeginCapture: " + cuda_text(status);
+    return nullptr;
+  }
+  const bool enqueued = context.enqueue(stream);
+  if (!enqueued) *why = std::string("the engine's enqueue could not be captured: ") + context.last_error();
+  cudaGraph_t graph = nullptr;
+  status = cudaStreamEndCapture(stream, &graph);
+  if (status != cudaSuccess && enqueued) *why = "cudaStreamEndCapture: " + cuda_text(status);
+  cudaGraphExec_t exec = nullptr;
+  if (enqueued && status == cudaSuccess) {
+    status = cudaGraphInstantiate(&exec, graph, 0);
+    if (status != cudaSuccess) {
+      *why = "cudaGraphInstantiate: " + cuda_text(status);
+      exec = nullptr;
+    }
+  }
+  if (graph != nullptr) (void)cudaGraphDestroy(graph);
+  (void)cudaGetLastError();
+  return exec;
+}
+
+}  // namespace
 
 void wait_for_in_flight(DeviceState& state) {
   if (!state.device || !state.in_flight_recorded) return;
@@ -333,6 +392,45 @@ bool DeviceCall::finish_in_place(size_t k, executorch::aten::Tensor& input, exec
     return false;
   }
   return true;
+}
+
+bool DeviceCall::enqueue(engine::ExecutionContext& context, GraphSet* graphs, bool steady, int32_t profile,
+                         const std::vector<Shape>& shapes, const std::vector<void*>& addresses) {
+  const bool use_graphs = graphs != nullptr && state_.device && !state_.graphs_failed;
+  if (use_graphs && steady) {
+    GraphSet::Entry* entry = nullptr;
+    for (GraphSet::Entry& e : graphs->entries)
+      if (same_key(e, profile, shapes, addresses)) entry = &e;
+    if (entry == nullptr) {
+      std::string why;
+      cudaGraphExec_t exec = capture(context, as_stream(stream_), &why);
+      if (exec == nullptr) {
+        state_.graphs_failed = true;
+        ET_LOG(Info, "TensorRT delegate %s: CUDA graphs turned off for good, enqueueing plainly: %s", delegate_,
+               why.c_str());
+      } else {
+        // The least recently used slot (a free one has never been used).
+        entry = &graphs->entries[0];
+        for (GraphSet::Entry& e : graphs->entries)
+          if (e.graph == nullptr || e.last_use < entry->last_use) entry = &e;
+        if (entry->graph != nullptr) (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(entry->graph));
+        entry->graph = exec;
+        entry->profile = profile;
+        entry->shapes = shapes;
+        entry->addresses = addresses;
+      }
+    }
+    if (entry != nullptr) {
+      entry->last_use = ++graphs->clock;
+      const cudaError_t status = cudaGraphLaunch(static_cast<cudaGraphExec_t>(entry->graph), as_stream(stream_));
+      if (status == cudaSuccess) return true;
+      report_error(delegate_, "replaying the CUDA graph of profile %d failed: %s", profile, cuda_text(status).c_str());
+      return false;
+    }
+  }
+  if (context.enqueue(stream_)) return true;
+  report_error(delegate_, "the engine failed to run under profile %d: %s", profile, context.last_error());
+  return false;
 }
 
 Error DeviceCall::end(Error status) {

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "backend/device.h"
+#include "backend/diagnostics.h"
 #include "backend/staging.h"
 
 namespace etrt::backend {
@@ -60,6 +61,16 @@ bool prepare_device_state(DeviceState* /*state*/, int /*device_id*/, const std::
 }
 
 void wait_for_in_flight(DeviceState& /*state*/) {}
+
+GraphSet::~GraphSet() = default;
+void prepare_graphs(DeviceState* /*state*/, size_t /*num_contexts*/, size_t /*num_inputs*/, size_t /*num_args*/) {}
+
+bool DeviceCall::enqueue(engine::ExecutionContext& context, GraphSet* /*graphs*/, bool /*steady*/, int32_t profile,
+                         const std::vector<Shape>& /*shapes*/, const std::vector<void*>& /*addresses*/) {
+  if (context.enqueue(stream_)) return true;
+  report_error(delegate_, "the engine failed to run under profile %d: %s", profile, context.last_error());
+  return false;
+}
 
 executorch::runtime::Error DeviceCall::begin() { return executorch::runtime::Error::Ok; }
 

@@ -60,6 +60,11 @@ bool apply_load_option(const RawOption& o, LoadOptions* options, std::string* er
     }
     return true;
   }
+  if (std::strcmp(o.key, kOptionCudaGraphs) == 0) {
+    if (o.kind != RawOption::Kind::kBool) return wrong_type(o, "bool", error);
+    options->cuda_graphs = o.bool_value;
+    return true;
+  }
   if (std::strcmp(o.key, kOptionWeightStreamingBudget) == 0) {
     if (o.kind == RawOption::Kind::kInt && o.int_value >= 0) {
       options->weight_streaming_budget = o.int_value;
@@ -79,7 +84,8 @@ bool apply_load_option(const RawOption& o, LoadOptions* options, std::string* er
     return false;
   }
   *error = std::string("TensorRTBackend has no load option '") + o.key + "'; known options: " + kOptionAutoSelect +
-           ", " + kOptionAutoPolicy + ", " + kOptionProfileStrategy + ", " + kOptionWeightStreamingBudget + ".";
+           ", " + kOptionAutoPolicy + ", " + kOptionProfileStrategy + ", " + kOptionWeightStreamingBudget + ", " +
+           kOptionCudaGraphs + ".";
   return false;
 }
 

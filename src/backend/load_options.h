@@ -22,6 +22,8 @@ struct LoadOptions {
   // The weight-streaming budget asked for, in bytes; -1 when none was (the engine then gets TensorRT's automatic
   // budget, if it streams weights at all).
   int64_t weight_streaming_budget = -1;
+  // Replay steady-state executions of device engines as CUDA graphs (etrt/options.h kOptionCudaGraphs).
+  bool cuda_graphs = false;
 
   // The request an execution with no guard in force uses.
   ProfileRequest default_request() const {

@@ -385,3 +385,35 @@ TEST(ModuleLastError, ARefusalByExecuTorchLeavesNoStaleEtrtMessageOnceCleared) {
 }
 
 }  // namespace
+
+namespace {
+
+// ---- CUDA graphs on a host engine ----
+
+TEST(ModuleCudaGraphs, OptionIsAcceptedAndAHostEngineRunsAsBefore) {
+  et::BackendOptions<1> options;
+  ASSERT_EQ(options.set_option(etrt::kOptionCudaGraphs, true), et::Error::Ok);
+  et::LoadBackendOptionsMap map;
+  ASSERT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
+  Loaded l = load("kv_owned", &map);
+  ASSERT_EQ(l.error, et::Error::Ok) << l.message;
+  CallerCache cache;
+  for (int64_t pos = 0; pos < 3; ++pos) {
+    std::vector<float> rows = {static_cast<float>(pos), 1.0f};
+    ASSERT_TRUE(step(*l.module, rows, pos, cache).ok()) << etrt::last_error_message();
+  }
+  EXPECT_EQ(cache.values(), updated(updated(updated(CallerCache().values(), 0, {0.0f, 1.0f}), 1, {1.0f, 1.0f}), 2,
+                                    {2.0f, 1.0f}));
+}
+
+TEST(ModuleCudaGraphs, OptionOfTheWrongTypeIsRefused) {
+  et::BackendOptions<1> options;
+  ASSERT_EQ(options.set_option(etrt::kOptionCudaGraphs, "yes"), et::Error::Ok);
+  et::LoadBackendOptionsMap map;
+  ASSERT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
+  Loaded l = load("kv_owned", &map);
+  EXPECT_EQ(l.error, et::Error::InvalidArgument);
+  EXPECT_TRUE(has(l.message, "load option 'cuda_graphs' must be a bool, got a string")) << l.message;
+}
+
+}  // namespace
