@@ -396,7 +396,10 @@ bool DeviceCall::finish_in_place(size_t k, executorch::aten::Tensor& input, exec
 
 bool DeviceCall::enqueue(engine::ExecutionContext& context, GraphSet* graphs, bool steady, int32_t profile,
                          const std::vector<Shape>& shapes, const std::vector<void*>& addresses) {
-  const bool use_graphs = graphs != nullptr && state_.device && !state_.graphs_failed;
+  // Only on the caller's own stream: the legacy stream cannot be captured, and without a caller stream every
+  // execution waits for its work before returning anyway.
+  const bool use_graphs = graphs != nullptr && state_.device && !state_.graphs_failed && caller_stream_ &&
+                          !is_special_stream(as_stream(stream_));
   if (use_graphs && steady) {
     GraphSet::Entry* entry = nullptr;
     for (GraphSet::Entry& e : graphs->entries)

@@ -411,6 +411,56 @@ bool contract_fixtures() {
   return ok;
 }
 
+// The CUDA-graph benchmark's decoder (bench/gpu/gpu_graph_bench.cpp): 64 ops, each one kernel in CUDA mode --
+// embedding, Q/K/V projections, two in-place KV-cache updates, causal attention, output projection and residual,
+// 27 more residual matmul blocks, LM head -- over tokens [1, S], start_pos [1] and caches [1, 256, 32].
+// Decode [1, 1], prefill [1, 2..64]; tracing off; CUDA mode.
+std::vector<uint8_t> graph_bench_engine(const std::string& label) {
+  constexpr int64_t kVocab = 64, kWidth = 32, kCache = 256;
+  constexpr int kBlocks = 27;
+  Builder b(label);
+  b.add_input("tokens", DataType::kInt64, make_shape<int64_t>({1, -1}))
+      .add_input("start_pos", DataType::kInt64, make_shape<int64_t>({1}))
+      .add_input("k_cache", DataType::kFloat32, make_shape<int64_t>({1, kCache, kWidth}))
+      .add_input("v_cache", DataType::kFloat32, make_shape<int64_t>({1, kCache, kWidth}))
+      .add_output("logits", DataType::kFloat32, make_shape<int64_t>({1, -1, kVocab}))
+      .add_output("k_cache_out", DataType::kFloat32, make_shape<int64_t>({1, kCache, kWidth}))
+      .add_output("v_cache_out", DataType::kFloat32, make_shape<int64_t>({1, kCache, kWidth}));
+  b.set_profile_shape(b.add_profile(), "tokens", make_shape<int64_t>({1, 1}), make_shape<int64_t>({1, 1}), make_shape<int64_t>({1, 1}));
+  b.set_profile_shape(b.add_profile(), "tokens", make_shape<int64_t>({1, 2}), make_shape<int64_t>({1, 32}), make_shape<int64_t>({1, 64}));
+  uint32_t seed = 1;
+  auto weights = [&seed](int64_t rows, int64_t cols) {
+    std::vector<float> w(static_cast<size_t>(rows * cols));
+    for (float& v : w) {
+      seed = seed * 1664525u + 1013904223u;
+      v = (static_cast<float>(seed >> 8) / 16777216.0f - 0.5f) * 0.1f;
+    }
+    return w;
+  };
+  b.add_constant("embed", make_shape<int64_t>({kVocab, kWidth}), weights(kVocab, kWidth));
+  for (const char* w : {"wq", "wk", "wv", "wo"}) b.add_constant(w, make_shape<int64_t>({kWidth, kWidth}), weights(kWidth, kWidth));
+  b.embedding("tokens", "embed", "x")
+      .matmul("x", "wq", "q")
+      .matmul("x", "wk", "k")
+      .matmul("x", "wv", "v")
+      .kv_cache_update("k_cache", "k", "start_pos", "k_cache_out")
+      .kv_cache_update("v_cache", "v", "start_pos", "v_cache_out")
+      .causal_attention("q", "k_cache_out", "v_cache_out", "start_pos", 0.17677670f, "attention")
+      .matmul("attention", "wo", "projected")
+      .add("x", "projected", "h0");
+  for (int i = 0; i < kBlocks; ++i) {
+    const std::string w = "w" + std::to_string(i), h = "h" + std::to_string(i), next = "h" + std::to_string(i + 1);
+    b.add_constant(w, make_shape<int64_t>({kWidth, kWidth}), weights(kWidth, kWidth))
+        .matmul(h, w, "t" + std::to_string(i))
+        .add(h, "t" + std::to_string(i), next);
+  }
+  b.add_constant("lm_head", make_shape<int64_t>({kWidth, kVocab}), weights(kWidth, kVocab))
+      .matmul("h" + std::to_string(kBlocks), "lm_head", "logits")
+      .set_memory_kind(MemoryKind::kDevice)
+      .set_tracing(false);
+  return built(b, label);
+}
+
 // Variants only the CUDA path needs (tests/gpu, bench/gpu).
 bool cuda_fixtures() {
   bool ok = true;
@@ -434,6 +484,19 @@ bool cuda_fixtures() {
         llm_spec("bench_cuda_unplanned", "bench_cuda", 64, 64, /*planned=*/false);
   ok &= write_blob("bench_host", llm_engine("bench_host", bench_profiles, MemoryKind::kHost, false)) &&
         llm_spec("bench_host", "bench_host", 64, 64);
+  // The CUDA-graph benchmark's decoder, every IO tensor the runner's (device) memory, caches updated in place.
+  ok &= write_blob("bench_graph", graph_bench_engine("bench_graph"), true,
+                   [](etrt::blob::Metadata& m) {
+                     m.aliased_io = {{"k_cache_out", "k_cache", "kv_cache_update"},
+                                     {"v_cache_out", "v_cache", "kv_cache_update"}};
+                   }) &&
+        write_spec("bench_graph",
+                   {tensor("tokens", "int64", {1, 64}, true, false), tensor("start_pos", "int64", {1}, false, false),
+                    tensor("k_cache", "float32", {1, 256, 32}, false, false),
+                    tensor("v_cache", "float32", {1, 256, 32}, false, false),
+                    tensor("logits", "float32", {1, 64, 64}, true, false)},
+                   {"tokens", "start_pos", "k_cache", "v_cache"}, {"logits"},
+                   {trt_call("bench_graph", {"tokens", "start_pos", "k_cache", "v_cache", "logits"})});
   ok &= write_text("noop.blob", "noop") &&
         write_spec("bench_noop",
                    {tensor("input_ids", "int64", {1, 64}, true), tensor("logits", "float32", {1, 64, H}, true)},
