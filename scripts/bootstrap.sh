@@ -3,7 +3,8 @@
 #   * Debian packages: compiler, Ninja, GoogleTest, Google Benchmark, nlohmann-json;
 #   * .venv/: ExecuTorch's PyPI wheel (--no-deps: we use its C++ runtime,
 #     headers, CMake config, flatc and schema, not its Python side), a CMake
-#     new enough for the wheel's imported targets (>= 3.28), pytest.
+#     new enough for the wheel's imported targets (>= 3.28), pytest, and NumPy
+#     (the demo decoder's independent reference, tests/python/test_decoder_demo.py).
 # Safe to run repeatedly; does nothing once everything is present.
 set -euo pipefail
 
@@ -52,4 +53,8 @@ if ! have cmake ">=3.28"; then
 fi
 if ! have pytest ">=7.0"; then
   "$PY" -m pip install -q "pytest>=7"
+fi
+if ! have numpy ">=1.22"; then
+  # --no-warn-conflicts: executorch was installed --no-deps on purpose; pip would list its Python deps.
+  "$PY" -m pip install -q --no-warn-conflicts "numpy>=1.22"
 fi

@@ -1,57 +1,112 @@
-// Builds the demo model's engine and blob: a reference engine with a decode
-// profile [1,1] and a prefill profile [1,32..2048], one set of weights.
-// CMake packs the resulting spec into demo.pte (python -m etrt.pte).
+// Builds the demo decoder (decoder_model.h): its engine, a TR02 blob whose
+// aliased_io says that k_cache_out and v_cache_out are written in place into
+// k_cache and v_cache (kind kv_cache_update), the packer specs CMake turns
+// into .pte files (python -m etrt.pte), and the weights for an independent
+// implementation.
 //
-// usage: etrt_make_demo <output-dir>
+// Both programs take tokens [1, S] int64, start_pos [1] int64 and the caches
+// k_cache, v_cache [1, T, D] float32 as method inputs. The caches are not
+// memory-planned: the runner owns them and passes them to every call, and the
+// engine updates them in place, so what one call writes the next one reads.
+//
+//   decoder.pte            the delegate call passes the inputs and logits only (no write-back outputs):
+//                          the short argument list, the demo's model
+//   decoder_writeback.pte  the call also passes k_cache_out and v_cache_out, planned tensors that receive a copy
+//                          of the updated caches; the method returns them after logits
+//   decoder_weights.bin/.json   the weights, little-endian float32, and their manifest
+//
+// With --cuda (the GPU suite, tests/gpu): decoder_cuda.pte and decoder_writeback_cuda.pte hold a CUDA-mode engine
+// (the runner passes device caches), decoder_host.pte the host-mode engine, so one process can compare the two.
+// Building a CUDA-mode engine touches no CUDA.
+//
+// usage: etrt_make_demo [--cuda] <output-dir>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
-#include "etrt_gpufree/builder.h"
+#include <nlohmann/json.hpp>
+
+#include "blob/metadata.h"
+#include "decoder_model.h"
 #include "refkit/refkit.h"
 
+namespace {
+
+using json = nlohmann::json;
+using etrt::gpufree::MemoryKind;
+namespace demo = etrt::demo;
+
+bool write_decoder_blob(const std::string& dir, const std::string& name, MemoryKind kind, std::string* error) {
+  const std::vector<uint8_t> engine = demo::decoder_builder(name, kind).build(error);
+  if (engine.empty()) return false;
+  // The engine reports the aliases itself (getAliasedInputTensor); the blob says so too, as an exporter does, which
+  // makes it a TR02 blob.
+  const std::vector<uint8_t> blob =
+      etrt::refkit::blob_for_engine(engine, /*with_signature=*/true, error, [](etrt::blob::Metadata& m) {
+        m.aliased_io = {{"k_cache_out", "k_cache", etrt::blob::kAliasKindKvCacheUpdate},
+                        {"v_cache_out", "v_cache", etrt::blob::kAliasKindKvCacheUpdate}};
+      });
+  return !blob.empty() && etrt::refkit::write_file(dir + "/" + name + ".blob", blob, error);
+}
+
+json tensor(const char* name, const char* dtype, std::vector<int64_t> sizes, bool dynamic, bool planned = true) {
+  json t = {{"name", name}, {"dtype", dtype}, {"sizes", sizes}, {"dynamic", dynamic}};
+  if (!planned) t["planned"] = false;
+  return t;
+}
+
+bool write_spec(const std::string& dir, const std::string& name, const std::string& blob, bool write_back,
+                std::string* error) {
+  json values = {tensor("tokens", "int64", {1, demo::kMaxPrompt}, true),
+                 tensor("start_pos", "int64", {1}, false),
+                 tensor("k_cache", "float32", {1, demo::kContext, demo::kHeadDim}, false, /*planned=*/false),
+                 tensor("v_cache", "float32", {1, demo::kContext, demo::kHeadDim}, false, /*planned=*/false),
+                 tensor("logits", "float32", {1, demo::kMaxPrompt, demo::kVocab}, true)};
+  std::vector<std::string> args = {"tokens", "start_pos", "k_cache", "v_cache", "logits"};
+  std::vector<std::string> outputs = {"logits"};
+  if (write_back) {
+    for (const char* out : {"k_cache_out", "v_cache_out"}) {
+      values.push_back(tensor(out, "float32", {1, demo::kContext, demo::kHeadDim}, false));
+      args.push_back(out);
+      outputs.push_back(out);
+    }
+  }
+  const json spec = {
+      {"comment", std::string("the demo decoder (examples/llm_runner/decoder_model.h)") +
+                      (write_back ? ", with write-back outputs" : ", caches updated in place, no write-back outputs")},
+      {"name", "forward"},
+      {"values", values},
+      {"inputs", {"tokens", "start_pos", "k_cache", "v_cache"}},
+      {"outputs", outputs},
+      {"delegate_calls", {{{"backend_id", "TensorRTBackend"}, {"blob_file", blob + ".blob"}, {"args", args}}}}};
+  return etrt::refkit::write_text(dir + "/" + name + ".json", spec.dump(2) + "\n", error);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s <output-dir>\n", argv[0]);
+  const bool cuda = argc == 3 && std::strcmp(argv[1], "--cuda") == 0;
+  if (argc != 2 && !cuda) {
+    std::fprintf(stderr, "usage: %s [--cuda] <output-dir>\n", argv[0]);
     return 2;
   }
-  const std::string dir = argv[1];
-  constexpr int64_t kVocab = 64, kHidden = 32;
-  using etrt::make_shape;
-  using etrt::gpufree::DataType;
-
-  std::vector<float> table(kVocab * kHidden), weight(kHidden * kVocab);
-  for (int64_t i = 0; i < kVocab * kHidden; ++i) table[static_cast<size_t>(i)] = static_cast<float>((i * 37) % 101) / 101.0f;
-  for (int64_t i = 0; i < kHidden * kVocab; ++i) weight[static_cast<size_t>(i)] = static_cast<float>((i * 53) % 97) / 97.0f - 0.5f;
-
-  etrt::gpufree::Builder b("demo");
-  b.add_input("input_ids", DataType::kInt64, make_shape({1, -1}))
-      .add_output("logits", DataType::kFloat32, make_shape<int64_t>({1, -1, kVocab}));
-  const int32_t decode = b.add_profile();
-  const int32_t prefill = b.add_profile();
-  b.set_profile_shape(decode, "input_ids", make_shape({1, 1}), make_shape({1, 1}), make_shape({1, 1}))
-      .set_profile_shape(prefill, "input_ids", make_shape({1, 32}), make_shape({1, 512}), make_shape({1, 2048}))
-      .add_constant("embedding", make_shape<int64_t>({kVocab, kHidden}), table)
-      .add_constant("lm_head", make_shape<int64_t>({kHidden, kVocab}), weight)
-      .embedding("input_ids", "embedding", "hidden")
-      .matmul("hidden", "lm_head", "logits");
+  const std::string dir = argv[argc - 1];
   std::string error;
-  const auto engine = b.build(&error);
-  auto blob = engine.empty() ? std::vector<uint8_t>{} : etrt::refkit::blob_for_engine(engine, true, &error);
-  const std::string spec = R"({
-  "name": "forward",
-  "values": [
-    {"name": "input_ids", "dtype": "int64", "sizes": [1, 2048], "dynamic": true},
-    {"name": "logits", "dtype": "float32", "sizes": [1, 2048, 64], "dynamic": true}
-  ],
-  "inputs": ["input_ids"],
-  "outputs": ["logits"],
-  "delegate_calls": [{"backend_id": "TensorRTBackend", "blob_file": "demo.blob", "args": ["input_ids", "logits"]}]
-}
-)";
-  if (blob.empty() || !etrt::refkit::write_file(dir + "/demo.blob", blob, &error) ||
-      !etrt::refkit::write_text(dir + "/demo.json", spec, &error)) {
+  bool ok = demo::write_weights(dir, "decoder_weights", &error);
+  if (!cuda) {
+    ok = ok && write_decoder_blob(dir, "decoder", MemoryKind::kHost, &error) &&
+         write_spec(dir, "decoder", "decoder", /*write_back=*/false, &error) &&
+         write_spec(dir, "decoder_writeback", "decoder", /*write_back=*/true, &error);
+  } else {
+    ok = ok && write_decoder_blob(dir, "decoder_cuda", MemoryKind::kDevice, &error) &&
+         write_decoder_blob(dir, "decoder_host", MemoryKind::kHost, &error) &&
+         write_spec(dir, "decoder_cuda", "decoder_cuda", /*write_back=*/false, &error) &&
+         write_spec(dir, "decoder_writeback_cuda", "decoder_cuda", /*write_back=*/true, &error) &&
+         write_spec(dir, "decoder_host", "decoder_host", /*write_back=*/false, &error);
+  }
+  if (!ok) {
     std::fprintf(stderr, "etrt_make_demo: %s\n", error.c_str());
     return 1;
   }

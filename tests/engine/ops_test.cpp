@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "reference_fixtures.h"
@@ -220,6 +221,236 @@ TEST(ReferenceOps, OutputsAreWrittenForTheCurrentShapeOnly) {
   const AlignedVector<float> expected = expected_logits(ids);
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_FLOAT_EQ(logits[i], expected[i]) << i;
   for (size_t i = 2 * kLogits; i < logits.size(); ++i) EXPECT_EQ(logits[i], -99.0f) << i;
+}
+
+
+// ---- kv_cache_update (TensorRT's IKVCacheUpdateLayer) and causal_attention ----
+
+// cache [2, 4, 2] <- update [2, 2, 2] at rows idx[b], idx[b] + 1: IO cache, update, idx, cache_out.
+Builder kv_cache_builder(const std::string& label, DataType index_type) {
+  Builder b(label);
+  b.add_input("cache", DataType::kFloat32, make_shape({2, 4, 2}))
+      .add_input("update", DataType::kFloat32, make_shape({2, 2, 2}))
+      .add_input("idx", index_type, make_shape({2}))
+      .add_output("cache_out", DataType::kFloat32, make_shape({2, 4, 2}))
+      .kv_cache_update("cache", "update", "idx", "cache_out");
+  return b;
+}
+
+// Every cache element distinct (100 + its flat index), every update element too (-(1 + its flat index)).
+void fill_kv(float* cache, float* update) {
+  for (int i = 0; i < 16; ++i) cache[i] = static_cast<float>(100 + i);
+  for (int i = 0; i < 8; ++i) update[i] = -static_cast<float>(1 + i);
+}
+
+// Binds `pointers` in IO order on a new context of a static engine (shapes as declared); the caller enqueues.
+std::unique_ptr<ExecutionContext> bind_static(Engine& engine, const std::vector<void*>& pointers) {
+  std::unique_ptr<ExecutionContext> context = engine.create_context({});
+  EXPECT_NE(context, nullptr) << engine.last_error();
+  if (context == nullptr) return nullptr;
+  for (int32_t io = 0; io < static_cast<int32_t>(pointers.size()); ++io) {
+    if (engine.io_tensor(io).is_input) {
+      EXPECT_TRUE(context->set_input_shape(io, engine.io_tensor(io).shape)) << context->last_error();
+    }
+    EXPECT_TRUE(context->set_tensor_address(io, pointers[static_cast<size_t>(io)])) << context->last_error();
+  }
+  return context;
+}
+
+template <typename Index>
+void expect_rows_land_at_the_write_index_in_place(DataType index_type) {
+  alignas(256) float cache[16];
+  alignas(256) float update[8];
+  alignas(256) Index idx[2] = {1, 2};
+  fill_kv(cache, update);
+  // The output is bound to the cache's own memory, as TensorRT requires of a KV-cache update.
+  run_static(kv_cache_builder(test_label(), index_type), {cache, update, idx}, {cache});
+  // Batch 0 (rows of 2 floats at 0, 2, 4, 6): rows 1 and 2 become update rows 0 and 1; rows 0 and 3 keep theirs.
+  // Batch 1 (at 8, 10, 12, 14): rows 2 and 3 become update rows 2 and 3.
+  const float expected[16] = {100, 101, -1, -2, -3, -4, 106, 107, 108, 109, 110, 111, -5, -6, -7, -8};
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(cache[i], expected[i]) << i;
+}
+
+TEST(ReferenceOps, KvCacheUpdateWritesTheUpdateAtEachBatchsWriteIndexInPlaceWithInt64Indices) {
+  expect_rows_land_at_the_write_index_in_place<int64_t>(DataType::kInt64);
+}
+
+TEST(ReferenceOps, KvCacheUpdateWritesTheUpdateAtEachBatchsWriteIndexInPlaceWithInt32Indices) {
+  expect_rows_land_at_the_write_index_in_place<int32_t>(DataType::kInt32);
+}
+
+TEST(ReferenceOps, KvCacheUpdateAtTheLastRowsAndAtRowZeroFillsTheEnds) {
+  alignas(256) float cache[16];
+  alignas(256) float update[8];
+  alignas(256) int64_t idx[2] = {2, 0};  // batch 0: rows 2..3 (the last two), batch 1: rows 0..1
+  fill_kv(cache, update);
+  run_static(kv_cache_builder(test_label(), DataType::kInt64), {cache, update, idx}, {cache});
+  const float expected[16] = {100, 101, 102, 103, -1, -2, -3, -4, -5, -6, -7, -8, 112, 113, 114, 115};
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(cache[i], expected[i]) << i;
+}
+
+TEST(ReferenceOps, KvCacheUpdateRangePastTheCacheFailsTheEnqueueNamingItAndWritesNothing) {
+  std::unique_ptr<Engine> engine = load(build_or_fail(kv_cache_builder(test_label(), DataType::kInt64)));
+  ASSERT_NE(engine, nullptr);
+  alignas(256) float cache[16];
+  alignas(256) float update[8];
+  alignas(256) int64_t idx[2] = {0, 3};  // batch 1: rows 3..4 of a 4-row cache
+  fill_kv(cache, update);
+  std::unique_ptr<ExecutionContext> context = bind_static(*engine, {cache, update, idx, cache});
+  ASSERT_NE(context, nullptr);
+  EXPECT_FALSE(context->enqueue(nullptr));
+  const std::string error = context->last_error();
+  EXPECT_TRUE(has(error, "kv_cache_update of 'cache'")) << error;
+  EXPECT_TRUE(has(error, "write index 3 of batch 1 in 'idx' puts 2 rows outside the cache's 4")) << error;
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(cache[i], static_cast<float>(100 + i)) << "batch 0 was written too: " << i;
+
+  idx[0] = -1;
+  idx[1] = 0;
+  EXPECT_FALSE(context->enqueue(nullptr));
+  EXPECT_TRUE(has(context->last_error(), "write index -1 of batch 0")) << context->last_error();
+
+  idx[0] = 2;
+  EXPECT_TRUE(context->enqueue(nullptr)) << "a failed enqueue leaves the context usable: " << context->last_error();
+  EXPECT_EQ(cache[4], -1.0f);
+}
+
+TEST(ReferenceOps, KvCacheUpdateWithItsOutputBoundElsewhereThanTheCacheIsRefusedByEnqueue) {
+  std::unique_ptr<Engine> engine = load(build_or_fail(kv_cache_builder(test_label(), DataType::kInt64)));
+  ASSERT_NE(engine, nullptr);
+  alignas(256) float cache[16];
+  alignas(256) float update[8];
+  alignas(256) int64_t idx[2] = {0, 0};
+  alignas(256) float elsewhere[16] = {};
+  fill_kv(cache, update);
+  std::unique_ptr<ExecutionContext> context = bind_static(*engine, {cache, update, idx, elsewhere});
+  ASSERT_NE(context, nullptr);
+  EXPECT_FALSE(context->enqueue(nullptr));
+  const std::string error = context->last_error();
+  EXPECT_TRUE(has(error, "output 'cache_out' is a KV-cache update of input 'cache'")) << error;
+  EXPECT_TRUE(has(error, "must be bound to the same address")) << error;
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(cache[i], static_cast<float>(100 + i)) << i;
+    EXPECT_EQ(elsewhere[i], 0.0f) << i;
+  }
+  ASSERT_TRUE(context->set_tensor_address(3, cache)) << context->last_error();
+  EXPECT_TRUE(context->enqueue(nullptr)) << context->last_error();
+  EXPECT_EQ(cache[0], -1.0f);
+}
+
+TEST(ReferenceOps, TheSeamReportsEachKvCacheOutputsAliasedInput) {
+  // getAliasedInputTensor through the adapter: engine::TensorDesc::aliased_input is the cache's IO index.
+  Builder b(test_label());
+  b.add_input("pos", DataType::kInt32, make_shape({1}))
+      .add_input("k", DataType::kFloat32, make_shape({1, 4, 2}))
+      .add_input("v", DataType::kFloat32, make_shape({1, 4, 2}))
+      .add_input("x", DataType::kFloat32, make_shape({1, 1, 2}))
+      .add_output("y", DataType::kFloat32, make_shape({1, 1, 2}))
+      .add_output("v_out", DataType::kFloat32, make_shape({1, 4, 2}))
+      .add_output("k_out", DataType::kFloat32, make_shape({1, 4, 2}))
+      .kv_cache_update("k", "x", "pos", "k_out")
+      .kv_cache_update("v", "x", "pos", "v_out")
+      .causal_attention("x", "k_out", "v_out", "pos", 1.0f, "y");
+  std::unique_ptr<Engine> engine = load(build_or_fail(b));
+  ASSERT_NE(engine, nullptr);
+  ASSERT_EQ(engine->num_io_tensors(), 7);
+  EXPECT_EQ(engine->io_tensor(6).name, "k_out");
+  EXPECT_EQ(engine->io_tensor(6).aliased_input, 1);
+  EXPECT_EQ(engine->io_tensor(5).name, "v_out");
+  EXPECT_EQ(engine->io_tensor(5).aliased_input, 2);
+  EXPECT_EQ(engine->io_tensor(4).aliased_input, -1) << "an ordinary output aliases nothing";
+  for (int32_t i = 0; i < 4; ++i) EXPECT_EQ(engine->io_tensor(i).aliased_input, -1) << engine->io_tensor(i).name;
+}
+
+TEST(ReferenceOps, LlmShapedEngineWithoutAKvCacheReportsNoAlias) {
+  std::unique_ptr<Engine> engine = load_llm(test_label());
+  ASSERT_NE(engine, nullptr);
+  for (int32_t i = 0; i < engine->num_io_tensors(); ++i) EXPECT_EQ(engine->io_tensor(i).aliased_input, -1);
+}
+
+// q [2, 2, 1] at positions pos [2] over k [2, 3, 1], v [2, 3, 2], scale 2 -> out [2, 2, 2].
+Builder attention_builder(const std::string& label, DataType position_type) {
+  Builder b(label);
+  b.add_input("q", DataType::kFloat32, make_shape({2, 2, 1}))
+      .add_input("k", DataType::kFloat32, make_shape({2, 3, 1}))
+      .add_input("v", DataType::kFloat32, make_shape({2, 3, 2}))
+      .add_input("pos", position_type, make_shape({2}))
+      .add_output("out", DataType::kFloat32, make_shape({2, 2, 2}))
+      .causal_attention("q", "k", "v", "pos", 2.0f, "out");
+  return b;
+}
+
+template <typename Position>
+void expect_hand_computed_attention(DataType position_type) {
+  const float half_ln3 = 0.5f * std::log(3.0f);  // scale 2 turns q . k = ln(3) / 2 into a score of ln 3
+  alignas(256) float q[4] = {1, 1, 1, 1};
+  alignas(256) float k[6] = {0, half_ln3, half_ln3, 0, half_ln3, half_ln3};
+  alignas(256) float v[12] = {1, 0, 0, 1, 10, 10,   // batch 0: keys 0, 1, 2
+                              1, 0, 0, 1, 10, 10};  // batch 1
+  alignas(256) Position pos[2] = {1, 0};
+  alignas(256) float out[8] = {};
+  run_static(attention_builder(test_label(), position_type), {q, k, v, pos}, {out});
+  // Batch 0 (position 1): query 0 sees keys 0..1, scores [0, ln 3] -> weights [1/4, 3/4]; key 2 (value 10) is
+  // masked. Query 1 sees keys 0..2, scores [0, ln 3, ln 3] -> weights [1/7, 3/7, 3/7].
+  // Batch 1 (position 0): query 0 sees key 0 only; query 1 sees keys 0..1 -> [1/4, 3/4].
+  const float expected[8] = {0.25f, 0.75f, 31.0f / 7.0f, 33.0f / 7.0f, 1.0f, 0.0f, 0.25f, 0.75f};
+  for (int i = 0; i < 8; ++i) EXPECT_NEAR(out[i], expected[i], 1e-5f) << i;
+}
+
+TEST(ReferenceOps, CausalAttentionMatchesAHandComputedCaseWithInt64Positions) {
+  expect_hand_computed_attention<int64_t>(DataType::kInt64);
+}
+
+TEST(ReferenceOps, CausalAttentionMatchesAHandComputedCaseWithInt32Positions) {
+  expect_hand_computed_attention<int32_t>(DataType::kInt32);
+}
+
+TEST(ReferenceOps, CausalAttentionNeverReadsAKeyPastTheQuerysPosition) {
+  // Both batches at position 0 with 2 queries: keys 0..1 are visible, key 2 and its value are NaN, so any weight
+  // on it would make the output NaN.
+  const float nan = std::nanf("");
+  alignas(256) float q[4] = {1, -1, 0.5f, 2};
+  alignas(256) float k[6] = {0.3f, -0.2f, nan, 0.7f, 0.2f, nan};
+  alignas(256) float v[12] = {1, 2, 3, 4, nan, nan, 5, 6, 7, 8, nan, nan};
+  alignas(256) int64_t pos[2] = {0, 0};
+  alignas(256) float out[8] = {};
+  run_static(attention_builder(test_label(), DataType::kInt64), {q, k, v, pos}, {out});
+  for (int i = 0; i < 8; ++i) EXPECT_FALSE(std::isnan(out[i])) << i;
+  // A query that sees one key returns that key's value.
+  EXPECT_FLOAT_EQ(out[0], 1.0f);
+  EXPECT_FLOAT_EQ(out[1], 2.0f);
+  EXPECT_FLOAT_EQ(out[4], 5.0f);
+  EXPECT_FLOAT_EQ(out[5], 6.0f);
+  // Batch 0's query 1 (q = -1) over keys 0.3, -0.2, scale 2: scores -0.6, 0.4 -> key 1 weighs e / (1 + e).
+  const float w0 = std::exp(1.0f) / (1.0f + std::exp(1.0f));
+  EXPECT_NEAR(out[2], (1.0f - w0) * 1.0f + w0 * 3.0f, 1e-5f);
+  EXPECT_NEAR(out[3], (1.0f - w0) * 2.0f + w0 * 4.0f, 1e-5f);
+  // Batch 1's query 1 (q = 2) over keys 0.7, 0.2: scores 2.8, 0.8 -> key 1 weighs 1 / (1 + e^2).
+  const float w1 = 1.0f / (1.0f + std::exp(2.0f));
+  EXPECT_NEAR(out[6], (1.0f - w1) * 5.0f + w1 * 7.0f, 1e-5f);
+  EXPECT_NEAR(out[7], (1.0f - w1) * 6.0f + w1 * 8.0f, 1e-5f);
+}
+
+TEST(ReferenceOps, CausalAttentionPositionPastTheKeysFailsTheEnqueueNamingIt) {
+  std::unique_ptr<Engine> engine = load(build_or_fail(attention_builder(test_label(), DataType::kInt64)));
+  ASSERT_NE(engine, nullptr);
+  alignas(256) float q[4] = {};
+  alignas(256) float k[6] = {};
+  alignas(256) float v[12] = {};
+  alignas(256) int64_t pos[2] = {0, 2};  // batch 1: queries at positions 2 and 3 of 3 keys
+  alignas(256) float out[8] = {};
+  std::unique_ptr<ExecutionContext> context = bind_static(*engine, {q, k, v, pos, out});
+  ASSERT_NE(context, nullptr);
+  EXPECT_FALSE(context->enqueue(nullptr));
+  const std::string error = context->last_error();
+  EXPECT_TRUE(has(error, "causal_attention -> 'out'")) << error;
+  EXPECT_TRUE(has(error, "position 2 of batch 1 in 'pos' with 2 queries reaches past the 3 keys")) << error;
+
+  pos[1] = -1;
+  EXPECT_FALSE(context->enqueue(nullptr));
+  EXPECT_TRUE(has(context->last_error(), "position -1 of batch 1")) << context->last_error();
+
+  pos[1] = 1;
+  EXPECT_TRUE(context->enqueue(nullptr)) << context->last_error();
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 # docs/gpu-testing.md): the stripped test and benchmark binaries, libetrt, the
 # shared libraries they load that a bare machine lacks (ExecuTorch's runtime
 # from the wheel, libcudart, libbenchmark), the .pte fixtures, and
-# run_bundle.sh. Everything lands in one folder; the binaries find their
-# libraries through $ORIGIN or LD_LIBRARY_PATH.
+# run_bundle.sh, and the demo decoder's weights (fixtures/decoder_weights.*),
+# so the logits the GPU suite dumps can be checked against NumPy. Everything
+# lands in one folder; the binaries find their libraries through $ORIGIN or
+# LD_LIBRARY_PATH.
 #
 #   tests/gpu/make_bundle.sh [build-dir (build-cuda)] [bundle-dir (gpu-bundle)]
 set -euo pipefail
@@ -24,7 +26,7 @@ done
 rm -rf "$OUT"
 mkdir -p "$OUT/fixtures" "$OUT/fallback"
 for b in "${BINARIES[@]}"; do strip -o "$OUT/$(basename "$b")" "$BUILD/$b"; done
-cp "$BUILD/tests/gpu/fixtures/"*.pte "$OUT/fixtures/"
+cp "$BUILD/tests/gpu/fixtures/"*.pte "$BUILD/tests/gpu/fixtures/decoder_weights."{bin,json} "$OUT/fixtures/"
 cp "$ROOT/tests/gpu/run_bundle.sh" "$OUT/"
 
 # Every shared library the binaries load, except the C/C++ runtime every Linux machine has.

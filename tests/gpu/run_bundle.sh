@@ -3,6 +3,11 @@
 # then the benchmark, then the suite under compute-sanitizer memcheck,
 # racecheck and initcheck. One log per step in <log-dir>, and summary.txt with
 # each step's exit code, duration, test counts and sanitizer verdicts.
+# The demo decoder's test dumps its logits per step to
+# <log-dir>/dumps/<step>/decoder_cuda_<strategy>.json; check them against
+# NumPy where it is installed:
+#   .venv/bin/python tests/python/test_decoder_demo.py <log-dir>/dumps/plain/*.json \
+#       --weights <bundle>/fixtures/decoder_weights.json
 #
 #   run_bundle.sh <log-dir> [benchmark flags...]
 set -uo pipefail
@@ -39,6 +44,8 @@ step() {
 tests() {  # tests <log> <seconds each> [wrapper...]
   local log=$1 limit=$2
   shift 2
+  export ETRT_GPU_DUMP_DIR="$LOGS/dumps/$log"
+  mkdir -p "$ETRT_GPU_DUMP_DIR"
   for t in etrt_gpu_engine_tests etrt_gpu_module_tests; do step "$log" "$t" "$limit" "$@" "$HERE/$t"; done
   local verdicts="^\[  (PASSED|FAILED|SKIPPED) +\]|tests? ran\.|ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY"
   grep -hE "$verdicts" "$LOGS/$log.log" |
