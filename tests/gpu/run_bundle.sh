@@ -54,7 +54,10 @@ tests() {  # tests <log> <seconds each> [wrapper...]
 
 tests plain 100
 step bench etrt_bench_gpu 240 "$HERE/etrt_bench_gpu" "$@" --benchmark_out="$LOGS/bench.json" --benchmark_out_format=json
-sed -n '/^Median host time/,$p' "$LOGS/bench.log" | tee -a "$SUMMARY"
+sed -n '/^Median over the repetitions of the host time/,$p' "$LOGS/bench.log" | tee -a "$SUMMARY"
+step bench_graphs etrt_bench_gpu_graphs 240 "$HERE/etrt_bench_gpu_graphs" "$@" \
+  --benchmark_out="$LOGS/bench_graphs.json" --benchmark_out_format=json
+sed -n '/^Median over the repetitions, per decode step/,$p' "$LOGS/bench_graphs.log" | tee -a "$SUMMARY"
 export ETRT_GPU_TESTS_UNDER_SANITIZER=1
 tests memcheck 170 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 86
 tests racecheck 110 compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 86
