@@ -33,6 +33,7 @@ TEST(GraphCudaEngine, FirstEnqueueAfterAShapeChangeRefusesCaptureAndTheNextCaptu
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaMalloc(&x, 8 * sizeof(float)), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&y, 8 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(x, 0, 8 * sizeof(float)), cudaSuccess);
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   ASSERT_TRUE(context->set_input_shape(0, etrt::make_shape({1, 4})));
   ASSERT_TRUE(context->set_tensor_address(0, x) && context->set_tensor_address(1, y));
