@@ -9,7 +9,9 @@ Pure Python, no PyTorch. Submodules:
 * :mod:`etrt.signature` -- the canonical optimization-profile signature.
 * :mod:`etrt.validate` -- whole-program checks that profile index ``i`` means
   the same regime in every TensorRT delegate (``validate_program``).
-* :mod:`etrt.cli` -- ``etrt inspect | validate | pack``.
+* :mod:`etrt.reference_engine` -- reads etrt's GPU-free reference engines
+  (format v2: IO, profiles, flags, op table, in-place aliases).
+* :mod:`etrt.cli` -- ``etrt inspect | validate | pack`` (also ``python -m etrt``).
 
 The names of :mod:`etrt.pte` are also available here (``etrt.Program``,
 ``etrt.read_pte``, ...), loaded on first use so that ``python -m etrt.pte``

@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 __all__ = [
+    "ALIAS_KINDS",
+    "ALIAS_KIND_KV_CACHE_UPDATE",
+    "ALIAS_KIND_USER",
     "AliasedIo",
     "BlobError",
     "ENGINE_ALIGNMENT",
@@ -51,8 +54,13 @@ HEADER_SIZE = struct.calcsize(HEADER_FORMAT)
 ENGINE_ALIGNMENT = 16
 # Upstream's writer puts 1 in the first reserved byte; mirrored so bytes match.
 RESERVED = b"\x01" + b"\x00" * 7
-# What upstream's readers give an aliased_io entry without "kind".
+# What upstream's readers give an aliased_io entry without "kind" (or with "").
 ALIAS_KIND_KV_CACHE_UPDATE = "kv_cache_update"
+# An output the exporter declares written into an input (not tracked by TensorRT).
+ALIAS_KIND_USER = "user"
+# The kinds the runtime accepts; the readers keep any other kind so tools can
+# show it, and the runtime refuses the delegate at load.
+ALIAS_KINDS = (ALIAS_KIND_KV_CACHE_UPDATE, ALIAS_KIND_USER)
 # TensorRT's Dims holds at most 8 dimensions.
 MAX_SIGNATURE_RANK = 8
 
@@ -112,7 +120,9 @@ class ProfileSignature:
 
 @dataclass
 class Metadata:
-    io_bindings: List[IoBinding] = field(default_factory=list)  # all inputs, then all outputs
+    # The engine's IO tensors; inputs and outputs may interleave (see arguments()).
+    # Empty: the runtime takes the engine's own IO tensors.
+    io_bindings: List[IoBinding] = field(default_factory=list)
     aliased_io: List[AliasedIo] = field(default_factory=list)
     hardware_compatible: bool = False
     device_id: int = 0
@@ -127,6 +137,11 @@ class Metadata:
     @property
     def num_outputs(self) -> int:
         return len(self.io_bindings) - self.num_inputs
+
+    def arguments(self) -> List[IoBinding]:
+        """The bindings in the delegate's argument order: the inputs in their
+        listed order, then the outputs in theirs."""
+        return [b for b in self.io_bindings if b.is_input] + [b for b in self.io_bindings if not b.is_input]
 
 
 # --------------------------------------------------------------------------
@@ -315,7 +330,9 @@ class _Decoder:
         o, p = self.obj(v, path), path + "."
         output = self.get(o, "output", p, self.string)
         inp = self.get(o, "input", p, self.string)
-        # Upstream's C++ reader treats an empty kind like a missing one.
+        # Upstream's C++ reader treats an empty kind like a missing one. Any
+        # other kind is kept as is, so tools can show it; the runtime accepts
+        # only ALIAS_KINDS and refuses the delegate at load otherwise.
         kind = self.get(o, "kind", p, self.string, "") or ALIAS_KIND_KV_CACHE_UPDATE
         return AliasedIo(output=output, input=inp, kind=kind)
 
@@ -384,7 +401,8 @@ def _find_binding(m: Metadata, name: str) -> Optional[IoBinding]:
 
 
 def _validate_bindings(m: Metadata) -> None:
-    first_output: Optional[int] = None
+    # Inputs and outputs may interleave: the delegate's arguments are the
+    # inputs in their listed order, then the outputs in theirs (arguments()).
     seen: Dict[str, int] = {}
     for i, b in enumerate(m.io_bindings):
         if not b.name:
@@ -398,14 +416,6 @@ def _validate_bindings(m: Metadata) -> None:
                 "binding names must be unique, re-export the model"
             )
         seen[b.name] = i
-        if not b.is_input and first_output is None:
-            first_output = i
-        if b.is_input and first_output is not None:
-            raise _fail(
-                f"io_bindings[{i}] '{b.name}' is an input but comes after output io_bindings[{first_output}] "
-                f"'{m.io_bindings[first_output].name}'; the delegate's arguments are all inputs, then all outputs, "
-                "so the metadata must list them in that order; re-export the model"
-            )
 
 
 def _validate_aliases(m: Metadata) -> None:
@@ -418,7 +428,7 @@ def _validate_aliases(m: Metadata) -> None:
         if inp is None or not inp.is_input:
             raise _fail(f"aliased_io[{i}].input '{a.input}' is not an input in io_bindings; re-export the model")
         if not a.kind:
-            raise _fail(f"aliased_io[{i}].kind is empty; use '{ALIAS_KIND_KV_CACHE_UPDATE}' or 'user'")
+            raise _fail(f"aliased_io[{i}].kind is empty; use '{ALIAS_KIND_KV_CACHE_UPDATE}' or '{ALIAS_KIND_USER}'")
         if a.output in seen:
             raise _fail(
                 f"aliased_io[{seen[a.output]}] and aliased_io[{i}] both alias output '{a.output}'; "

@@ -13,7 +13,7 @@ that cannot be read, a bad IO description -- or a missing toolchain. Errors
 are one line on stderr (``etrt: error: ...``), never a traceback (set
 ``ETRT_DEBUG=1`` to get one for an unexpected failure).
 
-Also available as ``python -m etrt.cli``. See docs/export.md.
+Also available as ``python -m etrt`` (and ``python -m etrt.cli``). See docs/export.md.
 """
 
 from __future__ import annotations
@@ -91,6 +91,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from .validate import BAD_INPUT_CODES
+
     result = _load(args.pte)
     bad = _bad_input_messages(args.pte, result)
     failed = bool(result.errors) or (args.strict and bool(result.warnings))
@@ -109,6 +111,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for m in bad:
         _err(m)
     if bad:
+        # Errors that are not about damaged input (e.g. a program the runtime
+        # refuses) are still worth knowing.
+        if not args.json:
+            for f in result.errors:
+                if f.code not in BAD_INPUT_CODES:
+                    _err(f"{args.pte}: {f.message}")
         return EXIT_BAD_INPUT
     return EXIT_INVALID if failed else EXIT_OK
 
@@ -118,7 +126,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 _TENSOR_KEYS = {"name", "dtype", "shape", "dynamic", "dynamic_dims", "comment"}
 _ENGINE_KEYS = {"plan", "inputs", "outputs", "profiles", "symbolic_dims", "hardware_compatible", "device_id",
-                "target_platform", "serialized_metadata", "backend_id", "comment"}
+                "target_platform", "serialized_metadata", "backend_id", "compile_specs", "comment"}
 _TOP_KEYS = {"method", "inputs", "outputs", "intermediates", "engines", "delegate_storage", "comment"}
 _SINGLE_ENGINE_KEYS = _ENGINE_KEYS - {"inputs", "outputs", "comment"}
 
@@ -180,7 +188,7 @@ def build_from_description(desc: Any, base_dir: Path, plans: Sequence[str] = (),
     """Builds a :class:`etrt.pte.Program` from an IO description (format in
     docs/export.md). Returns ``(program, notes)``; raises UsageError."""
     from . import blob
-    from .pte import Program
+    from .pte import Program, PteError, _spec_compile_specs
     from .reference_engine import ReferenceEngineError, is_reference_engine, read_reference_engine
     from .signature import Signature, SignatureError
 
@@ -325,7 +333,15 @@ def build_from_description(desc: Any, base_dir: Path, plans: Sequence[str] = (),
         except (blob.BlobError, TypeError, ValueError) as e:
             raise UsageError(f"engines[{ei}]: {e}") from None
         backend = spec.get("backend_id", "TensorRTBackend")
-        m.delegate_call(backend, data, [t for t, _ in ins] + [t for t, _ in outs])
+        where = "the engine" if single else f"engines[{ei}]"
+        specs = spec.get("compile_specs")
+        _expect(specs is None or isinstance(specs, Mapping),
+                f"{where}.compile_specs must be an object {{key: string or {{\"hex\": ...}}}}")
+        try:
+            compile_specs = _spec_compile_specs(specs, where)
+        except PteError as e:
+            raise UsageError(str(e)) from None
+        m.delegate_call(backend, data, [t for t, _ in ins] + [t for t, _ in outs], compile_specs)
     m.set_io([t["name"] for t in desc["inputs"]], [t["name"] for t in desc["outputs"]])
     return prog, notes
 

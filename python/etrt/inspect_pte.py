@@ -15,7 +15,8 @@ from typing import Any, Dict, List, Optional
 
 from .pte import describe_value
 from .signature import Signature, format_shape
-from .validate import DelegateInfo, ValidationResult, validate_program
+from .validate import (WEIGHT_STREAMING_BUDGET, DelegateInfo, ValidationResult, describe_aliases, parse_byte_count,
+                       validate_program)
 
 __all__ = ["format_report", "inspect_program", "report_from_result"]
 
@@ -80,16 +81,24 @@ def _delegate(d: DelegateInfo, plan: Optional[Dict[str, Any]]) -> Dict[str, Any]
         "aliased_io": [{"output": a.output, "input": a.input, "kind": a.kind} for a in md.aliased_io],
         "has_profile_signature": md.profile_signature is not None,
     })
-    args = d.tensor_args if d.tensor_args is not None and len(d.tensor_args) == len(md.io_bindings) else None
-    bindings = []
-    for i, b in enumerate(md.io_bindings):
+    # The call's tensors meet the bindings as the runtime pairs them: inputs,
+    # then outputs, aliased outputs possibly left out (bound_to None).
+    pairs = d.match_args(d.tensor_args) if d.tensor_args is not None else None
+    bound = {b.name: a for b, a in pairs or []}
+
+    def binding(b) -> Dict[str, Any]:
         e: Dict[str, Any] = {"name": b.name, "is_input": b.is_input, "dtype": b.dtype, "shape": b.shape}
-        if args is not None:
-            a = args[i]
-            e["bound_to"] = {"value": a.value_index, "dtype": a.value["dtype"], "sizes": a.value["sizes"],
-                             "dynamism": a.value["dynamism"]}
-        bindings.append(e)
-    out["io_bindings"] = bindings
+        if b.name in bound:
+            a = bound[b.name]
+            e["bound_to"] = None if a is None else {"value": a.value_index, "dtype": a.value["dtype"],
+                                                    "sizes": a.value["sizes"], "dynamism": a.value["dynamism"]}
+        return e
+
+    out["io_bindings"] = [binding(b) for b in md.io_bindings]
+    arguments = d.arguments()
+    out["arguments"] = [binding(b) for b in arguments] if arguments is not None else None
+    out["io_from_engine"] = not md.io_bindings
+    out["aliases"] = [v.to_dict() for v in describe_aliases(d)]
     sig = d.signature
     out["profiles"] = {
         "count": sig.num_profiles if sig is not None else None,
@@ -104,6 +113,10 @@ def _delegate(d: DelegateInfo, plan: Optional[Dict[str, Any]]) -> Dict[str, Any]
         eng["reference"] = {
             "label": r.label, "version": r.version, "switch_cost_ns": r.switch_cost_ns,
             "requested_device_memory": r.requested_device_memory, "tracing": r.tracing,
+            "cuda_mode": r.cuda_mode, "streamable_weights": r.streamable_weights,
+            "ops": [{"kind": op.kind_name, "operands": [r.tensor_name(x) for x in (op.a, op.b, op.c, op.d) if x >= 0],
+                     "out": r.tensor_name(op.out)} for op in r.ops],
+            "aliases": r.aliases(),
             "io": [{"name": t.name, "is_input": t.is_input, "dtype": t.dtype, "shape": list(t.shape),
                     "is_shape_tensor": t.is_shape_tensor, "on_host": t.on_host,
                     "data_dependent": t.data_dependent} for t in r.io],
@@ -189,9 +202,42 @@ def _binding_text(b: Dict[str, Any]) -> str:
     text = f"{b['name']} {b['dtype'] or '?'} {format_shape(b['shape']) if b['shape'] else '[?]'}"
     if "bound_to" in b:
         t = b["bound_to"]
+        if t is None:
+            return text + f"  {arrow} no tensor (written in place into its input only)"
         dyn = " (upper bound)" if t["dynamism"] == "DYNAMIC_BOUND" else ""
         text += f"  {arrow} v{t['value']} {t['dtype']} {format_shape(t['sizes'])}{dyn}"
     return text
+
+
+def _spec_text(key: str, value: Any) -> str:
+    shown = f"'{value}'" if isinstance(value, str) else f"hex {value['hex']}"
+    if key != WEIGHT_STREAMING_BUDGET:
+        return f"{key} = {shown}"
+    n = parse_byte_count(value.encode() if isinstance(value, str) else bytes.fromhex(value["hex"]))
+    if n is None:
+        return f"{key} = {shown} (not a byte count: the runtime refuses this delegate)"
+    return f"{key} = {shown} (TensorRT's weight-streaming budget, {n} bytes, applied before the first context)"
+
+
+def _alias_lines(d: Dict[str, Any]) -> List[str]:
+    lines = []
+    for a in d["aliases"]:
+        if a["status"] == "refused" and a["detail"].startswith("unknown kind"):
+            lines.append(f"aliased: output {a['output']} -> input {a['input']}: {a['detail']}")
+        else:
+            lines.append(f"aliased: output {a['output']} is written in place into input {a['input']} ({a['detail']})")
+    live = [a for a in d["aliases"] if a["status"] != "refused"]
+    if live:
+        text = ("at execute: an aliased output is bound to its input's memory; ExecuTorch may pass a write-back "
+                "tensor for it (it then receives a copy) or none (the buffer is the delegate's)")
+        by_name = {b["name"]: b for b in d.get("arguments") or []}
+        passed = [by_name[a["output"]].get("bound_to", False) for a in live if a["output"] in by_name]
+        if passed and all(p is None for p in passed):
+            text += "; this call passes none"
+        elif passed and all(p for p in passed):
+            text += "; this call passes write-back tensors"
+        lines.append(text)
+    return lines
 
 
 def format_report(report: Dict[str, Any], infos: bool = True) -> str:
@@ -225,13 +271,19 @@ def format_report(report: Dict[str, Any], infos: bool = True) -> str:
                          f"engine {_size(b['engine_size'])} at {b['engine_offset']}; hardware_compatible "
                          f"{str(b['hardware_compatible']).lower()}, device_id {b['device_id']}"
                          + (f", target_platform '{b['target_platform']}'" if b["target_platform"] else ""))
-            for a in b["aliased_io"]:
-                lines.append(f"      aliased: output {a['output']} writes into input {a['input']} ({a['kind']})")
-            ins = [x for x in d["io_bindings"] if x["is_input"]]
-            outs = [x for x in d["io_bindings"] if not x["is_input"]]
+            if d["compile_specs"]:
+                specs = "; ".join(_spec_text(k, v) for k, v in d["compile_specs"].items())
+                lines.append(f"      compile specs: {specs}")
+            if d["io_from_engine"]:
+                lines.append("      io_bindings: none; the runtime takes the engine's IO tensors (inputs, then outputs)"
+                             + ("" if d["arguments"] is not None else ", which an opaque TensorRT plan hides here"))
+            arguments = d["arguments"] or []
+            ins = [x for x in arguments if x["is_input"]]
+            outs = [x for x in arguments if not x["is_input"]]
             for title, group in (("inputs: ", ins), ("outputs:", outs)):
                 for k, x in enumerate(group):
                     lines.append(f"      {title if k == 0 else ' ' * len(title)} {_binding_text(x)}")
+            lines += [f"      {line}" for line in _alias_lines(d)]
             p = d["profiles"]
             eng = d["engine"]
             if p["count"] is None:
@@ -247,8 +299,10 @@ def format_report(report: Dict[str, Any], infos: bool = True) -> str:
                 note = ("" if agree is None else
                         ", its profiles agree with the signature" if agree else
                         ", its profiles DISAGREE with the signature")
+                extras = "".join((", CUDA mode" if ref["cuda_mode"] else "",
+                                  ", streamable weights" if ref["streamable_weights"] else ""))
                 lines.append(f"      engine: reference engine '{ref['label']}' (ETRF v{ref['version']}, "
-                             f"{ref['num_profiles']} profile(s), switch cost {ref['switch_cost_ns']} ns){note}")
+                             f"{ref['num_profiles']} profile(s), switch cost {ref['switch_cost_ns']} ns{extras}){note}")
                 if agree is False:
                     for pi, prof in enumerate(ref["profiles"]):
                         lines.append(f"        engine profile {pi}: " + "; ".join(

@@ -47,6 +47,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -1159,15 +1160,38 @@ _STORAGES = ("segment", "inline")
 
 
 
+_UMASK_LOCK = threading.Lock()
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where the OS allows
+    (Linux's /proc/self/status); elsewhere set and restored under a lock."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
 def write_atomic(path: Union[str, os.PathLike], data: bytes) -> None:
     """Writes ``data`` to ``path`` through a temporary file in the same folder
-    and a rename, so a reader never sees a half-written ``.pte``."""
+    and a rename, so a reader never sees a half-written ``.pte``. The file gets
+    the mode a plain ``open(path, "w")`` would give a new file, 0666 minus the
+    umask (the temporary file's own 0600 is not kept, nor the mode of a file
+    it replaces)."""
     parent = os.path.dirname(os.path.abspath(os.fspath(path)))
     os.makedirs(parent, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".etrt-", suffix=".pte", dir=parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -1,31 +1,43 @@
-"""Reads the header, IO tensors and optimization profiles of an etrt
-*reference engine* (the GPU-free engine, magic ``ETRF``), so that ``etrt
-inspect`` and validation can show and check the profiles an engine really
-has, not only what its signature claims.
+"""Reads an etrt *reference engine* (the GPU-free engine, magic ``ETRF``):
+its header, flags, IO tensors, optimization profiles and op table, so that
+``etrt inspect`` and validation can show and check what an engine really has
+(profiles, in-place aliases), not only what its blob claims.
 
 The format is defined by ``nvinfer/src/format.{h,cpp}`` (see also
 docs/reference-engine.md); little-endian throughout::
 
     header (24 bytes)
       0  char[4] magic "ETRF"
-      4  u32     format version   (1)
+      4  u32     format version   (2; other versions are refused)
       8  u64     payload size     bytes after the header; must match exactly
       16 u32     checksum         FNV-1a (32-bit) of the payload
       20 u32     reserved         0
     payload
       str  label                  u32 length + bytes
-      u8   flags                  bit 0: tracing on
+      u8   flags                  bit 0 tracing on, bit 1 CUDA mode (tensors in device memory),
+                                  bit 2 streamable weights (built for weight streaming); other bits refused
       i64  switch cost, ns
       u64  requested device memory, bytes
-      u32  IO count,           then per tensor: str name, u8 is_input, u8 flags (bit 0 shape tensor, bit 1 on host, bit 2 data-dependent), u8 dtype, shape
+      u32  IO count,           then per tensor: str name, u8 is_input, u8 flags, u8 dtype, shape
+                               (IO flags: bit 0 shape tensor, bit 1 on host, bit 2 data-dependent)
       u32  constant count,     then per constant: str name, shape, u64 value count, f32 values
       u32  intermediate count, then per tensor: str name, u8 dtype
       u32  profile count,      then per profile, per input in IO order: shape min, shape opt, shape max
-      u32  op count,           ...    (not read here)
+      u32  op count,           then per op: u8 kind, i32 a, i32 b, i32 c, i32 d, i32 out, f32 factor
+                               (25 bytes; unused operands are -1); nothing may follow the last op
     shape = u8 rank + rank x i64
 
-Only what inspection needs is decoded; the C++ reader remains the authority on
-whether an engine runs (ops, shape inference). This reader never reads past the
+Op kinds: 1 embedding, 2 add, 3 add_bias, 4 scale, 5 matmul, 6 identity,
+7 kv_cache_update (a = the cache, an IO input; b = the update; c = the write
+indices; out = an IO output that shares the cache's memory, as TensorRT's
+``getAliasedInputTensor`` reports it), 8 causal_attention (a = queries, b =
+keys, c = values, d = positions). Tensor ids index one space: IO tensors
+first (engine order), then constants, then intermediates.
+
+Everything is decoded, but only the structure inspection and validation rely
+on is checked here (counts, ranges, profile bounds, op kinds, operand ids,
+the kv_cache_update wiring); the C++ reader remains the authority on whether
+an engine runs (op types, shape inference). This reader never reads past the
 data and never trusts a count before checking that the bytes for it exist.
 """
 
@@ -33,7 +45,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from .signature import Bounds, InputSignature, Signature
 
@@ -42,8 +54,11 @@ __all__ = [
     "FORMAT_VERSION",
     "HEADER_SIZE",
     "MAGIC",
+    "OP_KINDS",
+    "OP_KV_CACHE_UPDATE",
     "ReferenceEngine",
     "ReferenceEngineError",
+    "ReferenceOp",
     "ReferenceTensor",
     "checksum",
     "is_reference_engine",
@@ -52,14 +67,23 @@ __all__ = [
 ]
 
 MAGIC = b"ETRF"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 HEADER_SIZE = 24
 MAX_RANK = 8
 #: kMaxDim of nvinfer/src/model.h.
 MAX_DIM = 2**31 - 1
-KNOWN_FLAGS = 0x1
+FLAG_TRACING = 0x1
+FLAG_CUDA_MODE = 0x2
+FLAG_STREAMABLE_WEIGHTS = 0x4
+KNOWN_FLAGS = FLAG_TRACING | FLAG_CUDA_MODE | FLAG_STREAMABLE_WEIGHTS
 #: etrt::engine::DataType values, spelled as in the blob's io_bindings.
 DTYPES = ("float32", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool")
+#: gpufree::OpKind values and their names.
+OP_KINDS = {1: "embedding", 2: "add", 3: "add_bias", 4: "scale", 5: "matmul", 6: "identity",
+            7: "kv_cache_update", 8: "causal_attention"}
+OP_KV_CACHE_UPDATE = 7
+#: u8 kind + five i32 operands + f32 factor.
+OP_RECORD_SIZE = 1 + 5 * 4 + 4
 
 
 class ReferenceEngineError(ValueError):
@@ -78,6 +102,24 @@ class ReferenceTensor:
 
 
 @dataclass(frozen=True)
+class ReferenceOp:
+    """One op of the engine's table. Operands are tensor ids (IO tensors, then
+    constants, then intermediates); -1 marks an unused operand."""
+
+    kind: int
+    a: int
+    b: int
+    c: int
+    d: int
+    out: int
+    factor: float
+
+    @property
+    def kind_name(self) -> str:
+        return OP_KINDS.get(self.kind, f"unknown kind {self.kind}")
+
+
+@dataclass(frozen=True)
 class ReferenceEngine:
     """What ``read_reference_engine`` decodes. ``profiles[p][k]`` is the
     bounds of the k-th input (in IO order) under profile ``p``."""
@@ -92,6 +134,13 @@ class ReferenceEngine:
     num_constants: int
     num_intermediates: int
     profiles: Tuple[Tuple[Bounds, ...], ...]
+    #: flags bit 1: a CUDA-mode engine (its tensors and weights live in device memory)
+    cuda_mode: bool = False
+    #: flags bit 2: built for weight streaming (getStreamableWeightsSize() > 0)
+    streamable_weights: bool = False
+    ops: Tuple[ReferenceOp, ...] = ()
+    constant_names: Tuple[str, ...] = ()
+    intermediate_names: Tuple[str, ...] = ()
 
     @property
     def inputs(self) -> List[ReferenceTensor]:
@@ -104,6 +153,36 @@ class ReferenceEngine:
     @property
     def num_profiles(self) -> int:
         return len(self.profiles)
+
+    def tensor(self, name: str) -> Optional[ReferenceTensor]:
+        """The IO tensor called ``name``, or None."""
+        return next((t for t in self.io if t.name == name), None)
+
+    def tensor_name(self, tensor_id: int) -> str:
+        """The name of tensor ``tensor_id`` in the ops' id space."""
+        names = [t.name for t in self.io] + list(self.constant_names) + list(self.intermediate_names)
+        return names[tensor_id] if 0 <= tensor_id < len(names) else f"#{tensor_id}"
+
+    def aliased_input(self, output_name: str) -> Optional[str]:
+        """The IO input that IO output ``output_name`` is written into in place
+        (operand a of the kv_cache_update op writing it; TensorRT's
+        ``getAliasedInputTensor``), or None when no such op writes it."""
+        index = next((k for k, t in enumerate(self.io) if t.name == output_name and not t.is_input), None)
+        if index is None:
+            return None
+        for op in self.ops:
+            if op.kind == OP_KV_CACHE_UPDATE and op.out == index:
+                return self.io[op.a].name
+        return None
+
+    def aliases(self) -> Dict[str, str]:
+        """``{output: input}`` for every IO output the engine writes in place into an input."""
+        out = {}
+        for t in self.outputs:
+            target = self.aliased_input(t.name)
+            if target is not None:
+                out[t.name] = target
+        return out
 
     def to_signature(self) -> Signature:
         """The engine's profiles as a :class:`Signature` (no named symbolic dims:
@@ -141,12 +220,12 @@ class _Reader:
                 f"reference engine: truncated: {what} needs {n} bytes at payload offset {self.pos}, only "
                 f"{self.remaining()} remain")
 
-    def unpack(self, fmt: str, what: str) -> int:
-        size = struct.calcsize(fmt)
+    def unpack(self, fmt: str, what: str):
+        size = struct.calcsize("<" + fmt)
         self.need(size, what)
-        v = struct.unpack_from("<" + fmt, self.data, self.pos)[0]
+        v = struct.unpack_from("<" + fmt, self.data, self.pos)
         self.pos += size
-        return v
+        return v[0] if len(v) == 1 else v
 
     def skip(self, n: int, what: str) -> None:
         self.need(n, what)
@@ -177,12 +256,31 @@ class _Reader:
         return n
 
 
+def _check_op(k: int, op: ReferenceOp, io: List[ReferenceTensor], n_tensors: int) -> None:
+    where = f"reference engine: op #{k} ({op.kind_name})"
+    if op.kind not in OP_KINDS:
+        raise ReferenceEngineError(f"reference engine: op #{k} has unknown kind {op.kind}; rebuild the engine with "
+                                   "this etrt's builder")
+    if not 0 <= op.out < n_tensors:
+        raise ReferenceEngineError(f"{where} writes tensor #{op.out}, which does not exist ({n_tensors} tensors)")
+    for name, operand in (("a", op.a), ("b", op.b), ("c", op.c), ("d", op.d)):
+        if not -1 <= operand < n_tensors:
+            raise ReferenceEngineError(
+                f"{where} operand {name} is tensor #{operand}, which does not exist ({n_tensors} tensors)")
+    if op.kind == OP_KV_CACHE_UPDATE:
+        if not (0 <= op.a < len(io) and io[op.a].is_input):
+            raise ReferenceEngineError(f"{where}: its cache (operand a, tensor #{op.a}) must be an engine input")
+        if not (op.out < len(io) and not io[op.out].is_input):
+            raise ReferenceEngineError(
+                f"{where}: its result (tensor #{op.out}) must be an engine output: it shares the cache's memory")
+
+
 def read_reference_engine(data: bytes) -> ReferenceEngine:
-    """Decodes a reference engine's header, IO tensors and profiles.
+    """Decodes a reference engine: header, flags, IO tensors, profiles and ops.
 
     Raises :class:`ReferenceEngineError` for a wrong magic, a version this
-    reader does not know, a payload size or checksum that does not match, and
-    anything truncated or out of range in the part it reads.
+    reader does not know, a payload size or checksum that does not match,
+    unknown flags or op kinds, and anything truncated, trailing or out of range.
     """
     view = memoryview(bytes(data))
     if not is_reference_engine(view):
@@ -231,9 +329,9 @@ def read_reference_engine(data: bytes) -> ReferenceEngine:
         io.append(ReferenceTensor(name, is_input, is_shape, DTYPES[dtype], r.shape("an IO tensor shape"),
                                   on_host=bool(io_flags & 2), data_dependent=bool(io_flags & 4)))
 
-    n_const = r.count(4 + 1 + 8, "constant")
-    for _ in range(n_const):
-        r.string("a constant name")
+    constant_names = []
+    for _ in range(r.count(4 + 1 + 8, "constant")):
+        constant_names.append(r.string("a constant name"))
         r.shape("a constant shape")
         n = r.unpack("Q", "a constant's value count")
         if n > r.remaining() // 4:
@@ -242,9 +340,9 @@ def read_reference_engine(data: bytes) -> ReferenceEngine:
                 "bytes")
         r.skip(4 * n, "constant values")
 
-    n_inter = r.count(4 + 1, "intermediate")
-    for _ in range(n_inter):
-        r.string("an intermediate name")
+    intermediate_names = []
+    for _ in range(r.count(4 + 1, "intermediate")):
+        intermediate_names.append(r.string("an intermediate name"))
         r.skip(1, "an intermediate dtype")
 
     n_inputs = sum(1 for t in io if t.is_input)
@@ -274,19 +372,34 @@ def read_reference_engine(data: bytes) -> ReferenceEngine:
                         f"the profile says min {mn[d]} opt {opt[d]} max {mx[d]}")
             row.append(Bounds(mn, opt, mx))
         profiles.append(tuple(row))
-    r.count(1 + 4 * 4, "op")  # present and plausible; the ops themselves are the C++ reader's business
+
+    n_tensors = len(io) + len(constant_names) + len(intermediate_names)
+    ops = []
+    for k in range(r.count(OP_RECORD_SIZE, "op")):
+        op = ReferenceOp(*r.unpack("Biiiiif", f"op #{k}"))
+        _check_op(k, op, io, n_tensors)
+        ops.append(op)
+    if r.remaining():
+        raise ReferenceEngineError(
+            f"reference engine: {r.remaining()} unexpected bytes after the last op; the engine is damaged or was "
+            "written by another etrt, rebuild it with this etrt's builder")
 
     return ReferenceEngine(
         version=version,
         size=len(view),
         label=label,
-        tracing=bool(flags & 1),
+        tracing=bool(flags & FLAG_TRACING),
         switch_cost_ns=switch_cost,
         requested_device_memory=device_memory,
         io=tuple(io),
-        num_constants=n_const,
-        num_intermediates=n_inter,
+        num_constants=len(constant_names),
+        num_intermediates=len(intermediate_names),
         profiles=tuple(profiles),
+        cuda_mode=bool(flags & FLAG_CUDA_MODE),
+        streamable_weights=bool(flags & FLAG_STREAMABLE_WEIGHTS),
+        ops=tuple(ops),
+        constant_names=tuple(constant_names),
+        intermediate_names=tuple(intermediate_names),
     )
 
 

@@ -26,6 +26,13 @@ numbers involved):
     ``engine-mismatch``, ``arg-count-mismatch``, ``dtype-mismatch``: the
     signature contradicts itself or the engine, or the blob does not fit its
     delegate call;
+  - ``alias-unknown-kind``, ``alias-engine-mismatch``,
+    ``alias-shape-mismatch``, ``alias-conflict``: an ``aliased_io`` entry the
+    runtime refuses at load (see :func:`describe_aliases`);
+  - ``bad-compile-spec``: a ``weight_streaming_budget`` compile spec that is
+    not a byte count, or given twice;
+  - ``runtime-refuses-program``: a program ExecuTorch 1.5.1's runtime refuses
+    to load (constants in the deprecated ``constant_buffer``);
 
 * warnings
 
@@ -37,7 +44,13 @@ numbers involved):
 
 * infos: ``unverifiable`` (no signature, not a reference engine),
   ``static-single-profile``, ``foreign-backend``, ``never-called``,
-  ``no-tensorrt-delegates``, ``planned-bounds-unchecked``.
+  ``no-tensorrt-delegates``, ``planned-bounds-unchecked``,
+  ``bindings-from-engine`` (empty ``io_bindings``, opaque engine),
+  ``weight-streaming-ignored`` (a budget for an engine without streamable weights).
+
+The delegate's arguments meet its blob as the runtime binds them: the input
+bindings in listed order, then the outputs (``io_bindings`` may interleave
+them); a call may leave out every output written in place into an input.
 
 Entry points: :func:`validate_program` (returns a :class:`ValidationResult`)
 and :func:`check_program` (raises :class:`ValidationError` on errors). Both take
@@ -60,6 +73,7 @@ from .reference_engine import ReferenceEngine, try_read_reference_engine
 from .signature import Signature, SignatureError, format_bounds, format_range, format_shape
 
 __all__ = [
+    "AliasView",
     "BACKEND_ID",
     "BAD_INPUT_CODES",
     "DelegateInfo",
@@ -68,8 +82,11 @@ __all__ = [
     "ValidationError",
     "ValidationResult",
     "analyze_pte",
+    "WEIGHT_STREAMING_BUDGET",
     "check_program",
+    "describe_aliases",
     "load_program",
+    "parse_byte_count",
     "validate_program",
 ]
 
@@ -163,6 +180,8 @@ class DelegateInfo:
     location: Optional[str] = None  # "INLINE" | "SEGMENT" | None (not from a .pte)
     storage_index: Optional[int] = None
     compile_specs: Dict[str, bytes] = field(default_factory=dict, repr=False)
+    #: every compile spec in file order, repeated keys included (None when not from a .pte)
+    compile_spec_list: Optional[List[Tuple[str, bytes]]] = field(default=None, repr=False)
     calls: List[DelegateCall] = field(default_factory=list)
     #: tensor args of the first call, in order (None when not from a .pte)
     tensor_args: Optional[List[TensorArg]] = None
@@ -218,16 +237,57 @@ class DelegateInfo:
             return "reference"
         return "tensorrt"
 
+    def arguments(self) -> Optional[List[_blob.IoBinding]]:
+        """The engine IO tensors in the delegate's argument order, as the
+        runtime binds them: the blob's input bindings in listed order, then its
+        outputs (they may interleave in ``io_bindings``). A blob with empty
+        ``io_bindings`` takes the engine's own IO tensors: known here for a
+        reference engine, None for an opaque TensorRT plan."""
+        if self.metadata is None:
+            return None
+        if self.metadata.io_bindings:
+            return self.metadata.arguments()
+        if self.reference_engine is None:
+            return None
+        return _arguments_from_engine(self.reference_engine)
+
     def input_bindings(self) -> List[_blob.IoBinding]:
-        return [b for b in self.metadata.io_bindings if b.is_input] if self.metadata else []
+        return [b for b in self.arguments() or [] if b.is_input]
+
+    def aliased_outputs(self) -> List[str]:
+        """The outputs the runtime writes in place into an input: those the
+        blob's ``aliased_io`` lists, plus the engine's own kv_cache_update
+        aliases when the engine is readable (the runtime applies those too)."""
+        if self.metadata is None:
+            return []
+        names = [a.output for a in self.metadata.aliased_io]
+        if self.reference_engine is not None:
+            names += [o for o in self.reference_engine.aliases() if o not in names]
+        return names
+
+    def match_args(self, args: Sequence[TensorArg]) -> Optional[List[Tuple[_blob.IoBinding, Optional[TensorArg]]]]:
+        """Pairs each argument binding with the tensor a call passes for it, as
+        the runtime does: a call passes a tensor for every binding, or for every
+        binding but the aliased outputs (ExecuTorch leaves those out when the
+        delegate owns the buffer; they pair with None). None when the count
+        fits neither, or the bindings are unknown."""
+        bindings = self.arguments()
+        if bindings is None:
+            return None
+        if len(args) == len(bindings):
+            return list(zip(bindings, args))
+        aliased = set(self.aliased_outputs())
+        kept = [b for b in bindings if b.is_input or b.name not in aliased]
+        if not aliased or len(args) != len(kept):
+            return None
+        it = iter(args)
+        return [(b, None if not b.is_input and b.name in aliased else next(it)) for b in bindings]
 
     def bound_value(self, binding_name: str) -> Optional[TensorArg]:
         """The program tensor passed for binding ``binding_name`` (first call)."""
-        if self.metadata is None or self.tensor_args is None:
+        if self.tensor_args is None:
             return None
-        if len(self.tensor_args) != len(self.metadata.io_bindings):
-            return None
-        for b, arg in zip(self.metadata.io_bindings, self.tensor_args):
+        for b, arg in self.match_args(self.tensor_args) or []:
             if b.name == binding_name:
                 return arg
         return None
@@ -294,6 +354,157 @@ class ValidationResult:
                 "errors": [f.to_dict() for f in self.errors],
                 "warnings": [f.to_dict() for f in self.warnings],
                 "infos": [f.to_dict() for f in self.infos]}
+
+
+@dataclass(frozen=True)
+class AliasView:
+    """One output the runtime writes in place into an input, as the runtime
+    treats it (see :func:`describe_aliases`)."""
+
+    output: str
+    input: str
+    kind: str
+    #: the blob's aliased_io entry, or None for an alias only the engine declares
+    index: Optional[int]
+    #: "ok" (checked here, the runtime accepts it), "unchecked" (the runtime
+    #: checks it against an opaque engine) or "refused" (the runtime refuses the delegate)
+    status: str
+    #: what was checked, for ``etrt inspect`` ("the engine agrees", "shapes match", ...)
+    detail: str
+    #: for a refused alias: the finding's code and message (without the delegate label)
+    code: Optional[str] = None
+    problem: Optional[str] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"output": self.output, "input": self.input, "kind": self.kind, "index": self.index,
+                "source": "blob" if self.index is not None else "engine", "status": self.status,
+                "detail": self.detail}
+
+
+def _typed_shape(dtype: str, shape: Sequence[int]) -> str:
+    return f"{dtype or '?'} {format_shape(list(shape))}"
+
+
+def describe_aliases(d: "DelegateInfo") -> List[AliasView]:
+    """The delegate's in-place aliases as the runtime resolves them at load:
+    each ``aliased_io`` entry (its kind must be ``kv_cache_update``, whose pair
+    must be the engine's own, or ``user``, whose output and input must have one
+    shape and type), then each alias the engine declares that the blob leaves
+    out (the runtime applies those too). A kv_cache_update pair is compared
+    with a reference engine's op table; a user pair with the engine's declared
+    IO shapes (``-1`` dims included, exactly) when the engine is readable, else
+    with the io_bindings shapes when both are given."""
+    md, eng = d.metadata, d.reference_engine
+    if md is None:
+        return []
+    views: List[AliasView] = []
+    by_name = {b.name: b for b in md.io_bindings}
+    for k, a in enumerate(md.aliased_io):
+        what = f"aliased_io[{k}] (output '{a.output}', input '{a.input}', kind '{a.kind}')"
+
+        def view(status: str, detail: str, code: Optional[str] = None, problem: Optional[str] = None) -> None:
+            views.append(AliasView(a.output, a.input, a.kind, k, status, detail, code, problem))
+
+        if a.kind not in _blob.ALIAS_KINDS:
+            view("refused", f"unknown kind '{a.kind}': the runtime refuses this delegate", "alias-unknown-kind",
+                 f"{what} has an unknown kind; the runtime knows '{_blob.ALIAS_KIND_KV_CACHE_UPDATE}' and "
+                 f"'{_blob.ALIAS_KIND_USER}' and refuses this delegate at load (InvalidProgram). Re-export the "
+                 "model with one of them")
+        elif a.kind == _blob.ALIAS_KIND_USER:
+            out_t = eng.tensor(a.output) if eng is not None else None
+            in_t = eng.tensor(a.input) if eng is not None else None
+            ob, ib = by_name.get(a.output), by_name.get(a.input)
+            if out_t is not None and in_t is not None:
+                found = (out_t.dtype, list(out_t.shape), in_t.dtype, list(in_t.shape), "the engine declares")
+            elif ob is not None and ib is not None and ob.shape and ib.shape:
+                found = (_norm_dtype(ob.dtype) if ob.dtype else "", list(ob.shape),
+                         _norm_dtype(ib.dtype) if ib.dtype else "", list(ib.shape), "the io_bindings give")
+            else:
+                view("unchecked", "user; the shapes are not known here, the runtime compares the engine's at load")
+                continue
+            odt, oshape, idt, ishape, source = found
+            if oshape == ishape and (not odt or not idt or odt == idt):
+                view("ok", "user; shapes match" + ("" if source == "the engine declares" else " in the io_bindings"))
+            else:
+                view("refused",
+                     f"user; the output is {_typed_shape(odt, oshape)} but the input is {_typed_shape(idt, ishape)}: "
+                     "the runtime refuses this delegate", "alias-shape-mismatch",
+                     f"{what}: {source} the output as {_typed_shape(odt, oshape)} but the input as "
+                     f"{_typed_shape(idt, ishape)}; a user alias writes the output into the input's memory, so the "
+                     "runtime refuses this delegate at load unless both have one shape (every dim, -1 included) and "
+                     "one type. Re-export the model with matching shapes, or without the alias")
+        elif eng is None:
+            view("unchecked", "kv_cache_update; the runtime checks it against the engine's getAliasedInputTensor at "
+                              "load")
+        else:
+            target = eng.aliased_input(a.output)
+            if target == a.input:
+                view("ok", "kv_cache_update; the engine agrees")
+            else:
+                says = "none (no kv_cache_update op writes it)" if target is None else f"'{target}'"
+                view("refused",
+                     f"kv_cache_update; the engine DISAGREES, its alias for '{a.output}' is {says}: the runtime "
+                     "refuses this delegate", "alias-engine-mismatch",
+                     f"{what} disagrees with the engine, whose alias for output '{a.output}' is {says}; the runtime "
+                     "refuses this delegate at load (InvalidProgram). The blob and its engine do not belong "
+                     "together: re-export the model")
+    if eng is not None:
+        listed = {a.output for a in md.aliased_io}
+        names = {b.name for b in d.arguments() or []}
+        for out, inp in eng.aliases().items():
+            if out in listed or out not in names or inp not in names:
+                continue  # a binding the engine lacks is an engine-mismatch finding already
+            views.append(AliasView(out, inp, _blob.ALIAS_KIND_KV_CACHE_UPDATE, None, "ok",
+                                   "kv_cache_update, declared by the engine; the blob's aliased_io does not list it, "
+                                   "the runtime applies it anyway"))
+    return views
+
+
+#: The compile spec that sets TensorRT's weight-streaming budget (bytes).
+WEIGHT_STREAMING_BUDGET = "weight_streaming_budget"
+_INT64_MAX = 2**63 - 1
+
+
+def parse_byte_count(value: bytes) -> Optional[int]:
+    """A byte count as the runtime reads the ``weight_streaming_budget``
+    compile spec: one or more ASCII decimal digits and nothing else (no sign,
+    space, NUL or decimal point), at most 2^63 - 1. None for anything else."""
+    value = bytes(value)
+    if not value or any(not 0x30 <= c <= 0x39 for c in value):
+        return None
+    n = int(value.decode("ascii"))
+    return n if n <= _INT64_MAX else None
+
+
+def _show_bytes(value: bytes) -> str:
+    if not value:
+        return "empty"
+    text = "".join(chr(c) if 0x20 <= c < 0x7F and c not in (0x27, 0x5C) else f"\\x{c:02x}" for c in value[:64])
+    return f"'{text}'" + (f"... ({len(value)} bytes)" if len(value) > 64 else "")
+
+
+def _name_index(name: str) -> int:
+    """The number after the last '.' or '_' of ``name`` ("output_1" -> 1), or -1."""
+    at = max(name.rfind("."), name.rfind("_"))
+    digits = name[at + 1:]
+    if at < 0 or not digits or len(digits) > 9 or any(not "0" <= c <= "9" for c in digits):
+        return -1
+    return int(digits)
+
+
+def _arguments_from_engine(engine: ReferenceEngine) -> List[_blob.IoBinding]:
+    """The arguments of a delegate whose blob lists no io_bindings, in the
+    runtime's order: every engine input, then every output; within each, by
+    the names' numeric suffixes ("input_0", "input_1", ...) when every name has
+    a distinct one, else in engine order."""
+    out = []
+    for inputs in (True, False):
+        group = [t for t in engine.io if t.is_input == inputs]
+        ordered = sorted(group, key=lambda t: _name_index(t.name))
+        keys = [_name_index(t.name) for t in ordered]
+        distinct = all(k >= 0 for k in keys) and all(a < b for a, b in zip(keys, keys[1:]))
+        out += [_blob.IoBinding(t.name, t.dtype, list(t.shape), inputs) for t in (ordered if distinct else group)]
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -416,8 +627,10 @@ def analyze_pte(pte: Mapping[str, Any]) -> List[DelegateInfo]:
         mi, di = dd["method_index"], dd["delegate_index"]
         cs = calls.get((mi, di), [])
         ref = DelegateRef(dd["method"] or f"method {mi}", mi, di, cs[0].instruction if cs else None, dd["id"] or "")
+        raw = ((plans[mi].get("delegates") or [])[di].get("compile_specs") or []) if mi < len(plans) else []
         info = DelegateInfo(ref=ref, data=bytes(dd["data"]), location=dd["location"], storage_index=dd["index"],
-                            compile_specs=dict(dd.get("compile_specs") or {}), calls=cs)
+                            compile_specs=dict(dd.get("compile_specs") or {}), calls=cs,
+                            compile_spec_list=[(c.get("key") or "", bytes(c.get("value") or b"")) for c in raw])
         if cs:
             info.tensor_args = _tensor_args(plans[mi], cs[0])
         _decode_blob(info)
@@ -444,9 +657,11 @@ def _tensor_args(plan: Mapping[str, Any], call: DelegateCall) -> Optional[List[T
 
 
 class _Checker:
-    def __init__(self, delegates: List[DelegateInfo], plans: Optional[Sequence[Mapping[str, Any]]]) -> None:
+    def __init__(self, delegates: List[DelegateInfo], plans: Optional[Sequence[Mapping[str, Any]]],
+                 pte: Optional[Mapping[str, Any]] = None) -> None:
         self.delegates = delegates
         self.plans = plans
+        self.pte = pte
         self.findings: List[Finding] = []
 
     def add(self, severity: str, code: str, message: str, *delegates: DelegateInfo) -> None:
@@ -455,6 +670,8 @@ class _Checker:
     # -- per delegate ------------------------------------------------------------
 
     def run(self) -> List[Finding]:
+        if self.pte is not None:
+            self.check_constants(self.pte)
         trt = [d for d in self.delegates if d.is_tensorrt]
         if not trt:
             ids = sorted({d.ref.backend_id for d in self.delegates})
@@ -508,6 +725,8 @@ class _Checker:
                          f"{label}: its profile_signature does not describe input(s) "
                          f"{', '.join(repr(n) for n in missing)}; their bounds are not checked. Describe every "
                          "engine input in the signature", d)
+        self.check_aliases(d)
+        self.check_compile_specs(d)
         if d.reference_engine is not None:
             self.check_engine(d)
         elif sig is None:
@@ -521,13 +740,137 @@ class _Checker:
         if d.tensor_args is not None or d.calls:
             self.check_calls(d)
 
+    def check_aliases(self, d: DelegateInfo) -> None:
+        """aliased_io as the runtime resolves it at load (see :func:`describe_aliases`)."""
+        views = describe_aliases(d)
+        for v in views:
+            if v.status == "refused":
+                self.add(ERROR, v.code or "alias-refused", f"{d.ref.label}: {v.problem}", d)
+        # An input takes one aliased output at most.
+        writer: Dict[str, AliasView] = {}
+        for v in views:
+            if v.status == "refused":
+                continue  # already an error; the runtime stops there
+            first = writer.setdefault(v.input, v)
+            if first is not v:
+                def source(x: AliasView) -> str:
+                    return f"aliased_io[{x.index}]" if x.index is not None else "the engine's kv_cache_update"
+                self.add(ERROR, "alias-conflict",
+                         f"{d.ref.label}: input '{v.input}' is written in place by output '{first.output}' "
+                         f"({source(first)}) and by output '{v.output}' ({source(v)}); an input takes one aliased "
+                         "output at most, so the runtime refuses this delegate at load (InvalidProgram). "
+                         "Re-export the model", d)
+
+    def check_compile_specs(self, d: DelegateInfo) -> None:
+        """The compile specs the runtime reads: weight_streaming_budget, at most once, a byte count."""
+        specs = d.compile_spec_list if d.compile_spec_list is not None else list(d.compile_specs.items())
+        budgets = [v for k, v in specs if k == WEIGHT_STREAMING_BUDGET]
+        if len(budgets) > 1:
+            self.add(ERROR, "bad-compile-spec",
+                     f"{d.ref.label}: the '{WEIGHT_STREAMING_BUDGET}' compile spec appears {len(budgets)} times ("
+                     + ", ".join(_show_bytes(v) for v in budgets) + "); the runtime refuses a delegate with more "
+                     "than one (InvalidProgram). Re-export with one budget", d)
+            return
+        if not budgets:
+            return
+        value = budgets[0]
+        n = parse_byte_count(value)
+        if n is None:
+            self.add(ERROR, "bad-compile-spec",
+                     f"{d.ref.label}: compile spec '{WEIGHT_STREAMING_BUDGET}' is {_show_bytes(value)}, not a byte "
+                     "count; the runtime refuses the delegate at load (InvalidProgram). The value must be one or "
+                     f"more ASCII decimal digits (no sign, space, NUL or decimal point), at most {_INT64_MAX} "
+                     "bytes: re-export with a valid budget, e.g. '1073741824' for 1 GiB", d)
+        elif d.reference_engine is not None and not d.reference_engine.streamable_weights:
+            self.add(INFO, "weight-streaming-ignored",
+                     f"{d.ref.label}: its weight_streaming_budget of {n} bytes is ignored at load: the engine has no "
+                     "streamable weights (it was not built with weight streaming), so all its weights stay on the "
+                     "device", d)
+
+    def check_constants(self, pte: Mapping[str, Any]) -> None:
+        """Where constants live, as ExecuTorch 1.5.1's runtime requires at Program::load and when a method loads.
+
+        ExecuTorch's CMake builds (the 1.5.1 wheel's runtime among them) compile
+        out the deprecated in-flatbuffer ``constant_buffer`` path: a program
+        must carry a ``constant_segment`` with at least its placeholder offset,
+        may not also use ``constant_buffer`` when it has constants, and its
+        constant tensors must point into the segment."""
+        program = pte.get("program") or {}
+        refused = "ExecuTorch 1.5.1's runtime refuses the program at Program::load (InvalidProgram)"
+        cbuf = program.get("constant_buffer") or []
+        cseg = program.get("constant_segment")
+        offsets = list((cseg or {}).get("offsets") or [])
+        entries = f"{len(cbuf)} entr{'y' if len(cbuf) == 1 else 'ies'}"
+        if not offsets:
+            what = "no constant_segment" if cseg is None else "a constant_segment without offsets"
+            self.add(ERROR, "runtime-refuses-program",
+                     f"the program has {what} (its deprecated constant_buffer has {entries}), so it relies on the "
+                     "constant_buffer path, which ExecuTorch's CMake builds (the 1.5.1 wheel's runtime among them) "
+                     f"compile out: {refused}. Re-export the model with ExecuTorch 0.7 or later, which stores "
+                     "constants in constant_segment")
+            return
+        segment_size = None
+        if len(offsets) > 1:
+            if cbuf:
+                self.add(ERROR, "runtime-refuses-program",
+                         f"the program stores constants both in the deprecated constant_buffer ({entries}) and in "
+                         f"constant_segment ({len(offsets)} offsets); only one may be used, so {refused}. "
+                         "Re-export the model")
+                return
+            segments = program.get("segments") or []
+            index = cseg.get("segment_index", 0)
+            if index >= len(segments):
+                self.add(ERROR, "runtime-refuses-program",
+                         f"constant_segment.segment_index {index} is not one of the program's {len(segments)} "
+                         f"segment(s); {refused}. The .pte is corrupt: re-export the model")
+                return
+            seg = segments[index]
+            base = (pte.get("extended_header") or {}).get("segment_base_offset", 0)
+            end = base + seg.get("offset", 0) + seg.get("size", 0)
+            size = pte.get("file_size")
+            if size is not None and end > size:
+                self.add(ERROR, "runtime-refuses-program",
+                         f"the constant segment (segment {index}) ends at byte {end}, past the end of the {size}-byte "
+                         f"file; {refused}. The .pte is truncated: re-export the model")
+                return
+            segment_size = seg.get("size", 0)
+        from .pte import describe_value
+
+        for plan in program.get("execution_plan") or []:
+            bad = []
+            for vi, value in enumerate(plan.get("values") or []):
+                t = (value.get("val") or {}) if value.get("val_type") == "Tensor" else {}
+                index = t.get("data_buffer_idx", 0)
+                if index <= 0 or t.get("allocation_info") is not None:
+                    continue
+                if (t.get("extra_tensor_info") or {}).get("location") == "EXTERNAL":
+                    continue  # named data, resolved elsewhere
+                if len(offsets) == 1:
+                    bad.append(f"value {vi} is a constant (data_buffer_idx {index}) but constant_segment holds no "
+                               "constants (only the placeholder offset), so the runtime looks for it in the "
+                               "deprecated constant_buffer, which its CMake builds compile out")
+                elif index >= len(offsets):
+                    bad.append(f"value {vi} is constant {index}, but constant_segment.offsets has {len(offsets)} "
+                               "entries")
+                else:
+                    nbytes = describe_value(value).get("nbytes")
+                    if nbytes is not None and segment_size is not None and offsets[index] + nbytes > segment_size:
+                        bad.append(f"value {vi} is constant {index}: {nbytes} bytes at offset {offsets[index]} run "
+                                   f"past the {segment_size}-byte constant segment")
+            if bad:
+                more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+                self.add(ERROR, "runtime-refuses-program",
+                         f"method '{plan.get('name')}': {bad[0]}{more}; ExecuTorch 1.5.1's runtime refuses the "
+                         "method when it loads (InvalidProgram). Re-export the model")
+
     def check_engine(self, d: DelegateInfo) -> None:
         """A reference engine can be read here: compare it with the blob."""
         label, eng, md = d.ref.label, d.reference_engine, d.metadata
         assert eng is not None and md is not None
         by_name = {t.name: t for t in eng.io}
         problems = []
-        if len(eng.io) != len(md.io_bindings):
+        # Empty io_bindings: the runtime takes the engine's own IO tensors.
+        if md.io_bindings and len(eng.io) != len(md.io_bindings):
             problems.append(f"the blob describes {len(md.io_bindings)} IO tensors, the engine has {len(eng.io)}")
         for b in md.io_bindings:
             t = by_name.get(b.name)
@@ -590,16 +933,32 @@ class _Checker:
                          f"{label}: the call at instruction {call.instruction} passes value {bad[0]}, but the "
                          f"method has {n_values} values; the .pte is corrupt, re-export the model", d)
                 return
+        bindings = d.arguments()
+        if bindings is None:
+            self.add(INFO, "bindings-from-engine",
+                     f"{label}: its blob lists no io_bindings, so the runtime takes the IO tensors from the engine, "
+                     "an opaque TensorRT plan here: the call's arguments cannot be checked against them", d)
+            return
+        n_in = sum(1 for b in bindings if b.is_input)
+        aliased = set(d.aliased_outputs())
+        n_aliased = sum(1 for b in bindings if not b.is_input and b.name in aliased)
+        source = "the blob's io_bindings list" if md.io_bindings else "the engine has"
         for call in d.calls:
             args = _tensor_args(plan, call) or []
             where = label if call is d.calls[0] else f"{label} (call at instruction {call.instruction})"
-            if len(args) != len(md.io_bindings):
+            pairs = d.match_args(args)
+            if pairs is None:
+                counts = f"{source} {n_in} input(s) and {len(bindings) - n_in} output(s)"
+                if n_aliased:
+                    counts += (f", {n_aliased} of them written in place into inputs: a call passes "
+                               f"{len(bindings)} tensors, or {len(bindings) - n_aliased} without those outputs")
                 self.add(ERROR, "arg-count-mismatch",
-                         f"{where}: the call passes {len(args)} tensor(s), but the blob's io_bindings list "
-                         f"{md.num_inputs} input(s) and {md.num_outputs} output(s); the runtime refuses the call. "
-                         "The .pte and its engine do not match: re-export the model", d)
+                         f"{where}: the call passes {len(args)} tensor(s), but {counts}; the runtime refuses the "
+                         "call. The .pte and its engine do not match: re-export the model", d)
                 continue
-            for b, arg in zip(md.io_bindings, args):
+            for b, arg in pairs:
+                if arg is None:
+                    continue
                 want = _norm_dtype(b.dtype) if b.dtype else None
                 have = arg.value.get("dtype")
                 if want and have and want != have:
@@ -607,15 +966,15 @@ class _Checker:
                              f"{where}: {'input' if b.is_input else 'output'} '{b.name}' is {b.dtype} in the blob, "
                              f"but the program passes value {arg.value_index} of dtype {have}; the runtime refuses "
                              "the call. Make the program tensor and the engine binding the same dtype", d)
-            self.check_bounds(d, where, args)
+            self.check_bounds(d, where, pairs)
 
-    def check_bounds(self, d: DelegateInfo, where: str, args: List[TensorArg]) -> None:
+    def check_bounds(self, d: DelegateInfo, where: str,
+                     pairs: List[Tuple[_blob.IoBinding, Optional[TensorArg]]]) -> None:
         """Every profile's max inside the planned upper bound of the tensor it binds."""
         sig = d.signature
-        md = d.metadata
-        if sig is None or md is None:
+        if sig is None:
             return
-        bound = {b.name: a for b, a in zip(md.io_bindings, args) if b.is_input}
+        bound = {b.name: a for b, a in pairs if b.is_input and a is not None}
         for inp in sig.inputs:
             arg = bound.get(inp.name)
             if arg is None:
@@ -846,7 +1205,7 @@ def validate_program(source: Any) -> ValidationResult:
     pte, path = load_program(source)
     delegates = analyze_pte(pte)
     plans = pte["program"].get("execution_plan") or []
-    findings = _Checker(delegates, plans).run()
+    findings = _Checker(delegates, plans, pte).run()
     return ValidationResult(path, delegates, findings, pte)
 
 

@@ -54,9 +54,10 @@ bool validate_utf8(const Metadata& m, std::string* error) {
   return true;
 }
 
+// Inputs and outputs may interleave: the delegate's arguments are the inputs in their listed order, then the
+// outputs in theirs.
 bool validate_bindings(const Metadata& m, std::string* error) {
   const std::vector<IoBinding>& bindings = m.io_bindings;
-  size_t first_output = bindings.size();
   for (size_t i = 0; i < bindings.size(); ++i) {
     const IoBinding& b = bindings[i];
     if (b.name.empty())
@@ -67,12 +68,6 @@ bool validate_bindings(const Metadata& m, std::string* error) {
       if (bindings[j].name == b.name)
         return fail(error, at("io_bindings", j) + " and " + at("io_bindings", i) + " are both named '" + b.name +
                                "'; binding names must be unique, re-export the model");
-    if (!b.is_input && first_output == bindings.size()) first_output = i;
-    if (b.is_input && first_output < i)
-      return fail(error, at("io_bindings", i) + " '" + b.name + "' is an input but comes after output " +
-                             at("io_bindings", first_output) + " '" + bindings[first_output].name +
-                             "'; the delegate's arguments are all inputs, then all outputs, so the metadata must "
-                             "list them in that order; re-export the model");
   }
   return true;
 }

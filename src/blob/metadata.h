@@ -19,7 +19,8 @@ namespace etrt::blob {
 // one TensorRT enforces for KV-cache updates; we do the same.
 inline constexpr const char* kAliasKindKvCacheUpdate = "kv_cache_update";
 
-// One engine input or output, in the delegate's argument order.
+// One engine input or output. The delegate's arguments are the inputs in the
+// order io_bindings lists them, then the outputs likewise; the two may interleave.
 struct IoBinding {
   std::string name;            // the TensorRT tensor name; never empty
   std::string dtype;           // informational; upstream often leaves it ""
@@ -27,7 +28,9 @@ struct IoBinding {
   bool is_input = true;        // upstream's Python default
 };
 
-// An engine output that TensorRT writes in place into one of the inputs.
+// An engine output that is written in place into one of the inputs. The
+// readers keep any non-empty kind; the backend accepts kAliasKindKvCacheUpdate
+// and "user" and refuses a delegate with any other kind at load.
 struct AliasedIo {
   std::string output;
   std::string input;
@@ -62,7 +65,7 @@ struct ProfileSignature {
 };
 
 struct Metadata {
-  std::vector<IoBinding> io_bindings;  // all inputs, then all outputs
+  std::vector<IoBinding> io_bindings;  // may interleave inputs and outputs; empty: the engine's own IO
   std::vector<AliasedIo> aliased_io;   // non-empty makes the writer emit TR02
   bool hardware_compatible = false;
   int64_t device_id = 0;
@@ -84,8 +87,9 @@ bool operator==(const Metadata& a, const Metadata& b);
 inline bool operator!=(const Metadata& a, const Metadata& b) { return !(a == b); }
 
 // Checks everything about `metadata` that the reader refuses beyond JSON
-// types: binding names non-empty, valid UTF-8 and unique; inputs before
-// outputs; aliases naming an output and an input; a well-formed profile
+// types: binding names non-empty, valid UTF-8 and unique (inputs and outputs
+// may interleave); aliases naming an output and an input, each output at most
+// once, with a non-empty kind (any: the backend checks it); a well-formed profile
 // signature. On failure returns false and sets *error (when non-null) to a
 // message starting "TensorRT blob: ". parse_blob runs it on every blob and
 // write_blob refuses metadata that fails it, so what one writes the other reads.

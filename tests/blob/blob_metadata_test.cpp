@@ -87,10 +87,32 @@ TEST(BlobMetadata, RefusesDuplicateBindingNames) {
       "io_bindings[0] and io_bindings[2] are both named 'x'");
 }
 
-TEST(BlobMetadata, RefusesAnInputAfterAnOutput) {
-  EXPECT_BLOB_ERROR(parse_error(bindings(R"({"name":"a"},{"name":"y","is_input":false},{"name":"b"})")),
-                    "io_bindings[2] 'b' is an input but comes after output io_bindings[1] 'y'",
-                    "all inputs, then all outputs");
+TEST(BlobMetadata, AcceptsInputsAndOutputsInterleaved) {
+  // The backend splits them by is_input: the arguments are the inputs in order, then the outputs in order.
+  const std::string json = bindings(R"({"name":"y","is_input":false},{"name":"a"},{"name":"z","is_input":false},)"
+                                    R"({"name":"b"})");
+  EXPECT_EQ(parse_error(json), "");
+  Metadata m;
+  std::string error;
+  ASSERT_TRUE(parse_metadata_json(json.data(), json.size(), &m, &error)) << error;
+  ASSERT_EQ(m.io_bindings.size(), 4u);
+  EXPECT_EQ(m.io_bindings[0].name, "y");
+  EXPECT_FALSE(m.io_bindings[0].is_input);
+  EXPECT_EQ(m.io_bindings[3].name, "b");
+  EXPECT_TRUE(m.io_bindings[3].is_input);
+  EXPECT_EQ(m.num_inputs(), 2u);
+  EXPECT_EQ(m.num_outputs(), 2u);
+}
+
+TEST(BlobMetadata, KeepsAnAliasKindItDoesNotKnow) {
+  // The readers stay tolerant so tools can show the kind; the backend refuses the delegate at load.
+  const std::string json = json_with(R"("aliased_io":[{"output":"y","input":"x","kind":"rotary"}])");
+  Metadata m;
+  std::string error;
+  ASSERT_TRUE(parse_metadata_json(json.data(), json.size(), &m, &error)) << error;
+  ASSERT_EQ(m.aliased_io.size(), 1u);
+  EXPECT_EQ(m.aliased_io[0].kind, "rotary");
+  EXPECT_TRUE(validate_metadata(m, &error)) << error;
 }
 
 TEST(BlobMetadata, RefusesABindingNameThatIsNotAString) {

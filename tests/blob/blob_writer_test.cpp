@@ -74,12 +74,24 @@ TEST(BlobWriter, RefusesAnEmptyEngine) {
 
 TEST(BlobWriter, RefusesMetadataTheReaderWouldRefuse) {
   Metadata m = simple_metadata();
-  m.io_bindings.push_back({"late_input", "", {}, true});
+  m.io_bindings.push_back({"x", "", {}, false});
   const std::vector<uint8_t> engine = engine_bytes(4);
   EXPECT_TRUE(write_blob(m, engine.data(), engine.size()).empty());
   std::string error;
   EXPECT_FALSE(validate_metadata(m, &error));
-  EXPECT_BLOB_ERROR(error, "io_bindings[3] 'late_input' is an input but comes after output io_bindings[2] 'y'");
+  EXPECT_BLOB_ERROR(error, "io_bindings[0] and io_bindings[3] are both named 'x'");
+}
+
+TEST(BlobWriter, WritesAnInputAfterAnOutputAsListed) {
+  Metadata m = simple_metadata();
+  m.io_bindings.push_back({"late_input", "", {}, true});
+  const std::vector<uint8_t> engine = engine_bytes(4);
+  const std::vector<uint8_t> blob = write_blob(m, engine.data(), engine.size());
+  ASSERT_FALSE(blob.empty());
+  ParsedBlob parsed;
+  std::string error;
+  ASSERT_TRUE(parse_blob(blob.data(), blob.size(), &parsed, &error)) << error;
+  EXPECT_EQ(parsed.metadata, m);
 }
 
 TEST(BlobWriter, RefusesStringsThatAreNotUtf8) {

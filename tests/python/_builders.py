@@ -28,15 +28,31 @@ def _str(s: str) -> bytes:
     return struct.pack("<I", len(raw)) + raw
 
 
+def ref_op(kind: int, a: int = -1, b: int = -1, c: int = -1, d: int = -1, out: int = -1,
+           factor: float = 1.0) -> bytes:
+    """One op record of format v2 (25 bytes)."""
+    return struct.pack("<Biiiiif", kind, a, b, c, d, out, factor)
+
+
 def ref_engine(label: str, inputs: Sequence[Tuple[str, str, Sequence[int]]],
                outputs: Sequence[Tuple[str, str, Sequence[int]]],
                profiles: Sequence[Sequence[Tuple[Sequence[int], Sequence[int], Sequence[int]]]],
                *, shape_tensors: Sequence[str] = (), on_host: Sequence[str] = (),
-               data_dependent: Sequence[str] = ()) -> bytes:
-    """A reference engine whose outputs are identity copies of inputs.
-    ``profiles[p][k]`` = (min, opt, max) of input k under profile p."""
-    payload = _str(label) + struct.pack("<Bqq", 1, 0, 0)
+               data_dependent: Sequence[str] = (), kv_updates: Optional[Dict[str, Tuple[str, str, str]]] = None,
+               cuda_mode: bool = False, streamable_weights: bool = False, flags: Optional[int] = None,
+               ops: Optional[bytes] = None, version: int = 2, trailing: bytes = b"") -> bytes:
+    """A reference engine (format v2). ``profiles[p][k]`` = (min, opt, max) of
+    input k under profile p. Each output is an identity copy of an input,
+    except those in ``kv_updates``: ``{output: (cache, update, write_indices)}``
+    (input names) get a kv_cache_update op, which makes the output alias the
+    cache input. ``ops`` replaces the op table (count included); ``flags``,
+    ``version`` and ``trailing`` forge the header and payload."""
+    kv_updates = kv_updates or {}
+    if flags is None:
+        flags = 1 | (2 if cuda_mode else 0) | (4 if streamable_weights else 0)
+    payload = _str(label) + struct.pack("<Bqq", flags, 0, 0)
     io = [(n, True, d, s) for n, d, s in inputs] + [(n, False, d, s) for n, d, s in outputs]
+    ids = {n: k for k, (n, _, _, _) in enumerate(io)}
     payload += struct.pack("<I", len(io))
     for name, is_input, dtype, shape in io:
         io_flags = (name in shape_tensors) | (name in on_host) << 1 | (name in data_dependent) << 2
@@ -47,12 +63,72 @@ def ref_engine(label: str, inputs: Sequence[Tuple[str, str, Sequence[int]]],
     for prof in profiles:
         for mn, opt, mx in prof:
             payload += _shape(mn) + _shape(opt) + _shape(mx)
-    payload += struct.pack("<I", len(outputs))
-    for k in range(len(outputs)):
-        # identity (kind 6): output k = input (k mod n_inputs)
-        payload += struct.pack("<Biiif", 6, k % max(1, len(inputs)), -1, len(inputs) + k, 1.0)
-    header = b"ETRF" + struct.pack("<IQII", 1, len(payload), checksum(payload), 0)
+    if ops is None:
+        ops = struct.pack("<I", len(outputs))
+        for k, (name, _, _) in enumerate(outputs):
+            if name in kv_updates:
+                cache, update, where = kv_updates[name]
+                ops += ref_op(7, ids[cache], ids[update], ids[where], out=ids[name])
+            else:
+                ops += ref_op(6, k % max(1, len(inputs)), out=len(inputs) + k)  # identity
+    payload += ops + trailing
+    header = b"ETRF" + struct.pack("<IQII", version, len(payload), checksum(payload), 0)
     return header + payload
+
+
+# Reference engines serialized by the C++ builder (nvinfer/src/builder.cpp, format v2),
+# captured once so the Python reader is held to the C++ writer's layout:
+#   Builder b("decoder"); inputs ids, pos int64 [1,-1]; output logits float32 [1,-1,4];
+#   profile 0 = [1,1], profile 1 = [1,2..128] opt [1,64]; constants table [16,8], w [8,4];
+#   embedding(ids, table, hidden); matmul(hidden, w, logits); switch cost 1234 ns; device memory 4096.
+CPP_ENGINE_HEX = (
+    "45545246020000005504000000000000b1f87d0300000000070000006465636f64657201d204000000000000001000000000"
+    "00000300000003000000696473010006020100000000000000ffffffffffffffff03000000706f7301000602010000000000"
+    "0000ffffffffffffffff060000006c6f67697473000000030100000000000000ffffffffffffffff04000000000000000200"
+    "0000050000007461626c65021000000000000000080000000000000080000000000000000000003f0000003f0000003f0000"
+    "003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f"
+    "0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000"
+    "003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f"
+    "0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000"
+    "003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f"
+    "0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000"
+    "003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f"
+    "0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000"
+    "003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f"
+    "0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0000003f0100"
+    "000077020800000000000000040000000000000020000000000000000000803e0000803e0000803e0000803e0000803e0000"
+    "803e0000803e0000803e0000803e0000803e0000803e0000803e0000803e0000803e0000803e0000803e0000803e0000803e"
+    "0000803e0000803e0000803e0000803e0000803e0000803e0000803e0000803e0000803e0000803e0000803e0000803e0000"
+    "803e0000803e010000000600000068696464656e000200000002010000000000000001000000000000000201000000000000"
+    "0001000000000000000201000000000000000100000000000000020100000000000000010000000000000002010000000000"
+    "0000010000000000000002010000000000000001000000000000000201000000000000000200000000000000020100000000"
+    "0000004000000000000000020100000000000000800000000000000002010000000000000002000000000000000201000000"
+    "000000004000000000000000020100000000000000800000000000000002000000010000000003000000ffffffffffffffff"
+    "050000000000803f050500000004000000ffffffffffffffff020000000000803f"
+)
+
+#   Builder b("kv_step"); inputs q float32 [1,-1,4], cache float32 [1,8,4], new_kv float32 [1,-1,4],
+#   write_at int64 [1]; outputs attn float32 [1,-1,4], cache_out float32 [1,8,4]; one profile
+#   (q, new_kv: [1,1,4] / [1,1,4] / [1,8,4]); constant wq [4,4]; matmul(q, wq, qp);
+#   kv_cache_update(cache, new_kv, write_at, cache_out); causal_attention(qp, cache_out, cache_out,
+#   write_at, 0.5, attn); set_memory_kind(kDevice); enable_weight_streaming().
+CPP_KV_ENGINE_HEX = (
+    "4554524602000000ae020000000000006e4f470b00000000070000006b765f73746570070000000000000000000000000000"
+    "0000060000000100000071010000030100000000000000ffffffffffffffff04000000000000000500000063616368650100"
+    "0003010000000000000008000000000000000400000000000000060000006e65775f6b76010000030100000000000000ffff"
+    "ffffffffffff04000000000000000800000077726974655f6174010006010100000000000000040000006174746e00000003"
+    "0100000000000000ffffffffffffffff04000000000000000900000063616368655f6f757400000003010000000000000008"
+    "0000000000000004000000000000000100000002000000777102040000000000000004000000000000001000000000000000"
+    "0000003e0000003e0000003e0000003e0000003e0000003e0000003e0000003e0000003e0000003e0000003e0000003e0000"
+    "003e0000003e0000003e0000003e010000000200000071700001000000030100000000000000010000000000000004000000"
+    "0000000003010000000000000001000000000000000400000000000000030100000000000000080000000000000004000000"
+    "0000000003010000000000000008000000000000000400000000000000030100000000000000080000000000000004000000"
+    "0000000003010000000000000008000000000000000400000000000000030100000000000000010000000000000004000000"
+    "0000000003010000000000000001000000000000000400000000000000030100000000000000080000000000000004000000"
+    "0000000001010000000000000001010000000000000001010000000000000003000000050000000006000000ffffffffffff"
+    "ffff070000000000803f07010000000200000003000000ffffffff050000000000803f080700000005000000050000000300"
+    "0000040000000000003f"
+)
 
 
 # --------------------------------------------------------------------------
@@ -76,11 +152,16 @@ def llm_signature(inputs: Sequence[str] = ("input_ids",), max_seq: int = 2048, m
 
 
 def trt_blob(inputs: Sequence[Tuple[str, str, Sequence[int]]], outputs: Sequence[Tuple[str, str, Sequence[int]]],
-             signature: Optional[Signature] = None, engine: Optional[bytes] = None) -> bytes:
-    """A TR01 blob; ``engine`` defaults to opaque bytes (an unknown TensorRT plan)."""
+             signature: Optional[Signature] = None, engine: Optional[bytes] = None,
+             aliased_io: Sequence[Tuple[str, str, str]] = (), bindings: Optional[List[blob.IoBinding]] = None) -> bytes:
+    """A TR01 blob (TR02 with ``aliased_io``, (output, input, kind) triples);
+    ``engine`` defaults to opaque bytes (an unknown TensorRT plan).
+    ``bindings`` replaces the io_bindings built from ``inputs`` and ``outputs``."""
     md = blob.Metadata(
-        io_bindings=[blob.IoBinding(n, d, list(s), True) for n, d, s in inputs]
+        io_bindings=bindings if bindings is not None else
+        [blob.IoBinding(n, d, list(s), True) for n, d, s in inputs]
         + [blob.IoBinding(n, d, list(s), False) for n, d, s in outputs],
+        aliased_io=[blob.AliasedIo(o, i, k) for o, i, k in aliased_io],
         profile_signature=signature.to_blob() if signature is not None else None,
     )
     return blob.write_blob(md, engine if engine is not None else b"\x7fopaque-tensorrt-plan" * 3)
@@ -102,6 +183,22 @@ def pte_bytes(build, storage: str = "segment") -> bytes:
     prog = Program(storage)
     m = prog.method("forward")
     build(m)
+    return prog.to_bytes()
+
+
+def mutated_pte_bytes(build, mutate, storage: str = "segment") -> bytes:
+    """Like :func:`pte_bytes`, but ``mutate(program_json)`` edits the flatc
+    JSON before it is encoded: the packer's own path, for programs it would
+    never write (a deprecated constant_buffer, a constant tensor)."""
+
+    class Mutated(Program):
+        def _layout(self):
+            program, inline, segments = super()._layout()
+            mutate(program)
+            return program, inline, segments
+
+    prog = Mutated(storage)
+    build(prog.method("forward"))
     return prog.to_bytes()
 
 

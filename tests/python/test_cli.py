@@ -173,7 +173,7 @@ def test_inspect_reads_profiles_from_a_reference_engine(fx):
     assert d["profiles"]["source"] == "engine" and d["profiles"]["count"] == 2
     text = etrt("inspect", fx["ref"]).stdout
     assert "profiles: 2 (from the reference engine)" in text
-    assert "engine: reference engine 'dec' (ETRF v1, 2 profile(s)" in text
+    assert "engine: reference engine 'dec' (ETRF v2, 2 profile(s)" in text
 
 
 def test_inspect_of_a_failing_program_still_exits_0_and_shows_the_verdict(fx):
@@ -449,3 +449,99 @@ def test_inspect_report_shows_engine_profiles_that_disagree_with_the_signature()
     assert "its profiles DISAGREE with the signature" in text
     assert "engine profile 1: ids min [1, 2] opt [1, 64] max [1, 128]" in text
     assert "error: 'forward' delegate 0 (instruction 0): its profile_signature disagrees" in text
+
+
+# --- python -m etrt ---------------------------------------------------------------------
+
+
+def test_python_dash_m_etrt_is_the_cli(fx):
+    env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR))
+    env.pop("ETRT_DEBUG", None)
+
+    def run(*args):
+        return subprocess.run([PYTHON, "-m", "etrt", *map(str, args)], capture_output=True, text=True, env=env,
+                              timeout=300)
+
+    h = run("--help")
+    assert h.returncode == 0, h.stderr
+    assert h.stdout.startswith("usage: etrt") and "inspect" in h.stdout and "pack" in h.stdout
+    p = run("validate", fx["mismatch"])
+    assert p.returncode == 1 and "FAILED" in p.stdout and "'seq_len'" in p.stdout
+    assert run("validate", fx["good"]).returncode == 0
+    assert run("bogus").returncode == 2
+
+
+# --- programs the ExecuTorch runtime refuses ------------------------------------------
+
+
+def _deprecated_constant_buffer_program(with_tensorrt=True):
+    def mutate(p):
+        p["constant_buffer"] = [{"storage": []}, {"storage": [0, 0, 128, 63]}]
+        del p["constant_segment"]
+
+    def build(m):
+        m.tensor("x", "float32", [4])
+        m.tensor("y", "float32", [4])
+        blob_bytes = B.trt_blob([("x", "float32", [4])], [("y", "float32", [4])]) if with_tensorrt else b"x"
+        m.delegate_call("TensorRTBackend" if with_tensorrt else "XnnpackBackend", blob_bytes, ["x", "y"])
+        m.set_io(["x"], ["y"])
+
+    return B.mutated_pte_bytes(build, mutate)
+
+
+def test_validate_fails_a_program_that_relies_on_the_deprecated_constant_buffer(tmp_path):
+    path = tmp_path / "old.pte"
+    path.write_bytes(_deprecated_constant_buffer_program())
+    p = etrt("validate", path)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert "FAILED" in p.stdout
+    assert "error: the program has no constant_segment (its deprecated constant_buffer has 2 entries)" in p.stdout
+    assert "ExecuTorch 1.5.1's runtime refuses the program at Program::load (InvalidProgram)" in p.stdout
+    j = json.loads(etrt("validate", "--json", path).stdout)
+    assert [e["code"] for e in j["errors"]] == ["runtime-refuses-program"]
+    # without a TensorRT delegate it is bad input (exit 2), and the refusal is still said
+    path.write_bytes(_deprecated_constant_buffer_program(with_tensorrt=False))
+    p = etrt("validate", path)
+    assert p.returncode == 2
+    assert "no TensorRTBackend delegate to check" in p.stderr and "relies on the constant_buffer path" in p.stderr
+
+
+# --- pack: compile specs, file mode -----------------------------------------------------
+
+
+def test_pack_passes_compile_specs_and_validation_checks_the_budget(tmp_path):
+    io = _write(tmp_path, _llm_description(compile_specs={"weight_streaming_budget": "1073741824",
+                                                          "raw": {"hex": "00ff"}}))
+    out = tmp_path / "m.pte"
+    p = etrt("pack", io, "-o", out)
+    assert p.returncode == 0, p.stderr
+    (d,) = validate_program(out).delegates
+    assert d.compile_spec_list == [("weight_streaming_budget", b"1073741824"), ("raw", b"\x00\xff")]
+    text = etrt("inspect", out).stdout
+    assert "compile specs: weight_streaming_budget = '1073741824' (TensorRT's weight-streaming budget, " \
+           "1073741824 bytes" in text
+    io = _write(tmp_path, _llm_description(compile_specs={"weight_streaming_budget": "1.5"}))
+    p = etrt("pack", io, "-o", tmp_path / "bad.pte")
+    assert p.returncode == 1 and not (tmp_path / "bad.pte").exists()
+    assert "compile spec 'weight_streaming_budget' is '1.5', not a byte count" in p.stderr
+    io = _write(tmp_path, _llm_description(compile_specs=["weight_streaming_budget", "1"]))
+    p = etrt("pack", io, "-o", tmp_path / "bad.pte")
+    assert p.returncode == 2 and "the engine.compile_specs must be an object" in one_error_line(p)
+
+
+def _umask_then(mask):
+    return lambda: os.umask(mask)
+
+
+@pytest.mark.parametrize("mask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_pack_writes_files_with_the_usual_mode(tmp_path, mask, mode):
+    io = _write(tmp_path, _llm_description())
+    out = tmp_path / "m.pte"
+    out.write_bytes(b"an older file")
+    out.chmod(0o600 if mode != 0o600 else 0o644)  # the mode of a replaced file is not kept
+    env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR))
+    p = subprocess.run([PYTHON, "-m", "etrt", "pack", str(io), "-o", str(out)], capture_output=True, text=True,
+                       env=env, timeout=300, preexec_fn=_umask_then(mask))
+    assert p.returncode == 0, p.stderr
+    assert out.stat().st_mode & 0o777 == mode
+    assert [f.name for f in tmp_path.iterdir() if f.name.startswith(".etrt-")] == []

@@ -595,3 +595,48 @@ def test_schema_facts_match_the_constants(toolchain):
         assert st in scalar_types, name
     # unions take two vtable slots (type byte, then value)
     assert [(f.name, f.slot) for f in schema.tables["EValue"]] == [("val", 1)]
+
+
+@pytest.fixture
+def umask_022():
+    old = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def test_written_files_get_0666_minus_the_umask_not_the_temp_files_0600(tmp_path, umask_022):
+    out = tmp_path / "model.pte"
+    _sample_program("segment").write(out)
+    assert out.stat().st_mode & 0o777 == 0o644
+    # replacing a private file gives the usual mode too, and leaves no temporary file behind
+    out.chmod(0o600)
+    pte.write_atomic(out, b"new bytes")
+    assert out.read_bytes() == b"new bytes" and out.stat().st_mode & 0o777 == 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pte"]
+    os.umask(0o027)
+    pte.write_atomic(tmp_path / "other.pte", b"x")
+    assert (tmp_path / "other.pte").stat().st_mode & 0o777 == 0o640
+
+
+def test_the_umask_is_read_without_changing_it(umask_022, monkeypatch):
+    assert pte._umask() == 0o022
+    assert os.umask(0o022) == 0o022
+
+    def no_proc(*args, **kwargs):
+        raise OSError("no /proc here")
+
+    monkeypatch.setattr(pte, "open", no_proc, raising=False)  # the fallback: set and restore
+    assert pte._umask() == 0o022
+    assert os.umask(0o022) == 0o022
+
+
+def test_spec_cli_output_has_the_usual_mode(tmp_path):
+    spec = _write_spec(tmp_path, "segment")
+    out = tmp_path / "model.pte"
+    env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR))
+    r = subprocess.run([sys.executable, "-m", "etrt.pte", "--spec", str(spec), "--out", str(out)],
+                       capture_output=True, text=True, env=env, preexec_fn=lambda: os.umask(0o022))
+    assert r.returncode == 0, r.stderr
+    assert out.stat().st_mode & 0o777 == 0o644

@@ -95,6 +95,16 @@ CASES = {
             aliased_io=[{"output": "kv_cache_out", "input": "kv_cache", "kind": "kv_cache_update"},
                         {"output": "scratch_out", "input": "scratch", "kind": "user"}]),
         engine(64, 3)),
+    # Inputs and outputs interleaved, an output first: the delegate's arguments
+    # are the inputs in listed order (input_ids, kv_cache), then the outputs
+    # (logits, kv_cache_out). Readers keep the listed order.
+    "interleaved_bindings": (
+        metadata(
+            [binding("logits", False, "float32", [1, -1, 32000]), binding("input_ids", True, "int64", [1, -1]),
+             binding("kv_cache_out", False, "float16", [2, 8, 2048, 64]),
+             binding("kv_cache", True, "float16", [2, 8, 2048, 64])],
+            aliased_io=[{"output": "kv_cache_out", "input": "kv_cache", "kind": "kv_cache_update"}]),
+        engine(40, 8)),
     # etrt's addition: a decode profile [1,1] and a prefill profile [1,32..2048].
     "profile_signature_llm": (
         metadata(
@@ -192,8 +202,6 @@ def invalid_cases():
                                "io_bindings[0].name is empty"),
         "binding_names_duplicate": (raw_blob(compact(metadata([binding("x", True), binding("x", False)])), engine(16)),
                                     "io_bindings[0] and io_bindings[1] are both named 'x'"),
-        "outputs_before_inputs": (raw_blob(compact(metadata([binding("y", False), binding("x", True)])), engine(16)),
-                                  "io_bindings[1] 'x' is an input but comes after output io_bindings[0] 'y'"),
         "device_id_string": (raw_blob(compact(with_meta(device_id="0")), engine(16)),
                              "metadata field 'device_id' must be an integer, got a string"),
         "shape_out_of_int64": (raw_blob(compact(metadata([binding("x", True)])).replace(

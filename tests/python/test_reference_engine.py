@@ -1,0 +1,128 @@
+"""etrt.reference_engine: format v2 (flags, op table, in-place aliases), read
+from engines the C++ builder wrote and from hand-built bytes."""
+
+import re
+import struct
+
+import pytest
+
+import _builders as B
+from etrt.reference_engine import (OP_RECORD_SIZE, ReferenceEngineError, checksum, read_reference_engine,
+                                   try_read_reference_engine)
+
+KV_IN = [("cache", "float32", [1, 8, 4]), ("update", "float32", [1, -1, 4]), ("at", "int64", [1])]
+KV_OUT = [("cache_out", "float32", [1, 8, 4]), ("echo", "float32", [1, 8, 4])]
+KV_PROFILES = [[([1, 8, 4],) * 3, ([1, 1, 4], [1, 1, 4], [1, 8, 4]), ([1],) * 3]]
+
+
+def kv_engine(**kw) -> bytes:
+    kw.setdefault("kv_updates", {"cache_out": ("cache", "update", "at")})
+    return B.ref_engine("kv", KV_IN, KV_OUT, KV_PROFILES, **kw)
+
+
+def reseal(data: bytes, payload: bytes) -> bytes:
+    """``data``'s header around a new payload (size and checksum fixed up)."""
+    return data[:4] + struct.pack("<IQII", struct.unpack_from("<I", data, 4)[0], len(payload), checksum(payload),
+                                  0) + payload
+
+
+def test_the_cpp_builders_kv_engine_reads_with_its_flags_ops_and_alias():
+    eng = read_reference_engine(bytes.fromhex(B.CPP_KV_ENGINE_HEX))
+    assert eng.version == 2 and eng.label == "kv_step"
+    assert eng.cuda_mode and eng.streamable_weights and eng.tracing
+    assert [t.name for t in eng.io] == ["q", "cache", "new_kv", "write_at", "attn", "cache_out"]
+    assert eng.constant_names == ("wq",) and eng.intermediate_names == ("qp",)
+    assert [op.kind_name for op in eng.ops] == ["matmul", "kv_cache_update", "causal_attention"]
+    kv = eng.ops[1]
+    assert (kv.a, kv.b, kv.c, kv.d, kv.out) == (1, 2, 3, -1, 5)
+    attention = eng.ops[2]
+    assert [eng.tensor_name(x) for x in (attention.a, attention.b, attention.c, attention.d, attention.out)] == [
+        "qp", "cache_out", "cache_out", "write_at", "attn"]
+    assert attention.factor == 0.5
+    assert eng.aliased_input("cache_out") == "cache"
+    assert eng.aliased_input("attn") is None  # written by causal_attention, not in place
+    assert eng.aliased_input("cache") is None  # an input
+    assert eng.aliased_input("nope") is None
+    assert eng.aliases() == {"cache_out": "cache"}
+
+
+def test_the_cpp_builders_host_engine_has_no_flags_but_tracing_and_no_alias():
+    eng = read_reference_engine(bytes.fromhex(B.CPP_ENGINE_HEX))
+    assert eng.tracing and not eng.cuda_mode and not eng.streamable_weights
+    ops = [(op.kind_name, eng.tensor_name(op.a), eng.tensor_name(op.b), eng.tensor_name(op.out)) for op in eng.ops]
+    assert ops == [("embedding", "ids", "table", "hidden"), ("matmul", "hidden", "w", "logits")]
+    assert eng.aliases() == {}
+
+
+def test_ops_are_25_byte_records():
+    assert OP_RECORD_SIZE == 25 == len(B.ref_op(6, 0, out=1))
+
+
+@pytest.mark.parametrize("flags, tracing, cuda, streamable", [
+    (0, False, False, False), (1, True, False, False), (2, False, True, False), (4, False, False, True),
+    (7, True, True, True),
+])
+def test_each_flag_bit_has_its_field(flags, tracing, cuda, streamable):
+    eng = read_reference_engine(kv_engine(flags=flags))
+    assert (eng.tracing, eng.cuda_mode, eng.streamable_weights) == (tracing, cuda, streamable)
+
+
+def test_a_cuda_mode_engine_is_read_not_refused():
+    eng, error = try_read_reference_engine(kv_engine(cuda_mode=True))
+    assert error is None and eng.cuda_mode
+
+
+def test_hand_built_kv_update_aliases_its_cache():
+    eng = read_reference_engine(kv_engine())
+    assert eng.aliases() == {"cache_out": "cache"}
+    assert [op.kind_name for op in eng.ops] == ["kv_cache_update", "identity"]
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: kv_engine(flags=8), "reference engine: unknown flags 8"),
+    (lambda: kv_engine(flags=0x81), "reference engine: unknown flags 129"),
+    (lambda: kv_engine(version=1), "format version 1 is not the version this etrt reads (2); rebuild the engine"),
+    (lambda: kv_engine(trailing=b"\x00"), "1 unexpected bytes after the last op"),
+    (lambda: kv_engine(trailing=B.ref_op(6, 0, out=4)), "25 unexpected bytes after the last op"),
+    (lambda: kv_engine(ops=struct.pack("<I", 1) + B.ref_op(9, 0, out=3)), "op #0 has unknown kind 9"),
+    (lambda: kv_engine(ops=struct.pack("<I", 1) + B.ref_op(0, 0, out=3)), "op #0 has unknown kind 0"),
+    (lambda: kv_engine(ops=struct.pack("<I", 1) + B.ref_op(6, 5, out=3)),
+     "op #0 (identity) operand a is tensor #5, which does not exist (5 tensors)"),
+    (lambda: kv_engine(ops=struct.pack("<I", 1) + B.ref_op(6, -2, out=3)), "operand a is tensor #-2"),
+    (lambda: kv_engine(ops=struct.pack("<I", 1) + B.ref_op(6, 0, out=7)),
+     "op #0 (identity) writes tensor #7, which does not exist"),
+    (lambda: kv_engine(ops=struct.pack("<I", 1) + B.ref_op(7, 4, 1, 2, out=3)),
+     "op #0 (kv_cache_update): its cache (operand a, tensor #4) must be an engine input"),
+    (lambda: kv_engine(ops=struct.pack("<I", 1) + B.ref_op(7, 0, 1, 2, out=1)),
+     "op #0 (kv_cache_update): its result (tensor #1) must be an engine output"),
+    (lambda: kv_engine(ops=struct.pack("<I", 2) + B.ref_op(6, 0, out=3)), "the op count 2 needs at least 50 more "
+                                                                           "bytes, only 25 remain"),
+])
+def test_malformed_v2_engines_are_refused(build, message):
+    with pytest.raises(ReferenceEngineError, match=re.escape(message)):
+        read_reference_engine(build())
+
+
+def test_version_1_engines_of_the_cpp_builder_are_refused_like_any_other_version():
+    data = bytes.fromhex(B.CPP_ENGINE_HEX)
+    old = data[:4] + struct.pack("<I", 1) + data[8:]
+    engine, error = try_read_reference_engine(old)
+    assert engine is None
+    assert error == ("reference engine: format version 1 is not the version this etrt reads (2); rebuild the engine "
+                     "with this etrt's builder")
+
+
+def test_a_v1_op_table_under_a_v2_header_is_refused():
+    # v1 ops were 17 bytes (kind, a, b, out, factor): the same engine with such a table no longer reads.
+    v2 = kv_engine(ops=struct.pack("<I", 1) + B.ref_op(6, 0, out=3))
+    payload = v2[24:-25] + struct.pack("<Biiif", 6, 0, -1, 3, 1.0)
+    with pytest.raises(ReferenceEngineError, match="the op count 1 needs at least 25 more bytes, only 17 remain"):
+        read_reference_engine(reseal(v2, payload))
+
+
+def test_truncation_anywhere_in_the_op_table_is_refused_cleanly():
+    data = bytes.fromhex(B.CPP_KV_ENGINE_HEX)
+    payload = data[24:]
+    for cut in range(1, 3 * OP_RECORD_SIZE + 4):
+        with pytest.raises(ReferenceEngineError):
+            read_reference_engine(reseal(data, payload[:-cut]))
