@@ -13,9 +13,6 @@
 namespace etrt::backend {
 namespace {
 
-// The alias kind Torch-TensorRT declares for outputs it writes into an input itself (not tracked by TensorRT).
-constexpr char kAliasKindUser[] = "user";
-
 std::string shape_text(const Shape& s) {
   std::string text = "[";
   for (int32_t d = 0; d < s.rank; ++d) text += (d ? ", " : "") + std::to_string(s.d[d]);
@@ -161,7 +158,7 @@ bool resolve_aliases(const blob::Metadata& metadata, const engine::Engine& engin
                  " (getAliasedInputTensor); the blob and its engine do not belong together: re-export the model";
         return false;
       }
-    } else if (alias.kind == kAliasKindUser) {
+    } else if (alias.kind == blob::kAliasKindUser) {
       if (out.shape != in.shape || out.dtype != in.dtype) {
         *error = where + ": the output is " + engine::to_string(out.dtype) + " " + shape_text(out.shape) +
                  " but the input is " + engine::to_string(in.dtype) + " " + shape_text(in.shape) +
@@ -171,7 +168,7 @@ bool resolve_aliases(const blob::Metadata& metadata, const engine::Engine& engin
       }
     } else {
       *error = where + " has an unknown kind; etrt knows '" + std::string(blob::kAliasKindKvCacheUpdate) + "' and '" +
-               kAliasKindUser + "': re-export the model with one of them";
+               blob::kAliasKindUser + "': re-export the model with one of them";
       return false;
     }
     if (!link_alias(state, o, i, where, error)) return false;

@@ -82,7 +82,7 @@ bool validate_aliases(const Metadata& m, std::string* error) {
     const IoBinding* in = find_binding(m, a.input);
     if (in == nullptr || !in->is_input)
       return fail(error, path + ".input '" + a.input + "' is not an input in io_bindings; re-export the model");
-    if (a.kind.empty()) return fail(error, path + ".kind is empty; use '" + kAliasKindKvCacheUpdate + "' or 'user'");
+    if (a.kind.empty()) return fail(error, path + ".kind is empty; use '" + kAliasKindKvCacheUpdate + "' or '" + kAliasKindUser + "'");
     for (size_t j = 0; j < i; ++j)
       if (m.aliased_io[j].output == a.output)
         return fail(error, at("aliased_io", j) + " and " + path + " both alias output '" + a.output +

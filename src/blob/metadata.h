@@ -18,6 +18,8 @@ namespace etrt::blob {
 // Upstream's readers give an aliased_io entry without "kind" this kind, the
 // one TensorRT enforces for KV-cache updates; we do the same.
 inline constexpr const char* kAliasKindKvCacheUpdate = "kv_cache_update";
+// An output Torch-TensorRT itself writes into an input (TensorRT does not track it); shapes must match.
+inline constexpr const char* kAliasKindUser = "user";
 
 // One engine input or output. The delegate's arguments are the inputs in the
 // order io_bindings lists them, then the outputs likewise; the two may interleave.
