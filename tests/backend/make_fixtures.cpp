@@ -359,6 +359,15 @@ bool contract_fixtures() {
   ok &= kv_blob("kv", {kv}) && kv_spec("kv_write_back", "kv", true) && kv_spec("kv_owned", "kv", false);
   // The engine aliases cache_out to cache, and the blob does not say so: applied all the same.
   ok &= kv_blob("kv_unlisted", {}) && kv_spec("kv_unlisted", "kv_unlisted", true);
+  // Bindings listed outputs first and interleaved, as Torch-TensorRT's own tests write them: the arguments are still
+  // the inputs in their listed order, then the outputs in theirs.
+  ok &= write_blob("kv_interleaved", kv_engine("kv_interleaved"), true,
+                   [&](etrt::blob::Metadata& m) {
+                     m.aliased_io = {kv};
+                     const std::vector<etrt::blob::IoBinding> b = m.io_bindings;  // x, pos, cache, y, cache_out
+                     m.io_bindings = {b[3], b[0], b[4], b[1], b[2]};
+                   }) &&
+        kv_spec("kv_interleaved", "kv_interleaved", true);
   // A user alias: y = 2x written into x.
   ok &= kv_blob("alias_user", {kv, {"y", "x", "user"}}) && kv_spec("alias_user", "alias_user", true);
   // Refused at load.

@@ -167,6 +167,10 @@ TEST(ModuleKvCache, AliasTheEngineReportsButTheBlobDoesNotListIsAppliedAllTheSam
   expect_updates_in_place("kv_unlisted", "kv_unlisted", /*write_back=*/true);
 }
 
+TEST(ModuleBindings, InterleavedIoBindingsAreSplitByIsInput) {
+  expect_updates_in_place("kv_interleaved", "kv_interleaved", /*write_back=*/true);
+}
+
 TEST(ModuleKvCache, ContextPerProfileStrategyUpdatesInPlaceToo) {
   const etrt::module_test::ContextPerProfileOptions strategy;
   Loaded l = load("kv_owned", &strategy.map);
