@@ -1,43 +1,62 @@
 #include "baseline_selection.h"
 
 namespace etrt::bench {
+namespace {
+
+bool dims_within(const BaselineDims& dims, const BaselineHandle::InputBounds& bounds) {
+  if (dims.nbDims != bounds.min.nbDims) return false;
+  for (int32_t d = 0; d < dims.nbDims; ++d) {
+    if (dims.d[d] < bounds.min.d[d] || dims.d[d] > bounds.max.d[d]) return false;
+  }
+  return true;
+}
+
+bool profile_accepts(const BaselineHandle& handle, int32_t profile, const std::vector<BaselineDims>& input_dims) {
+  if (profile < 0 || static_cast<size_t>(profile) >= handle.bounds.size()) return false;
+  const std::vector<BaselineHandle::InputBounds>& bounds = handle.bounds[static_cast<size_t>(profile)];
+  if (bounds.size() < input_dims.size()) return false;
+  for (size_t i = 0; i < input_dims.size(); ++i) {
+    if (!dims_within(input_dims[i], bounds[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 bool baseline_choose_and_validate(const BaselineHandle& handle, int32_t active_profile, const Shape* shapes,
                                   size_t num_shapes, int32_t* chosen) {
-  std::vector<std::vector<int64_t>> input_dims;
-  input_dims.reserve(num_shapes);
-  for (size_t i = 0; i < num_shapes; ++i) input_dims.emplace_back(shapes[i].d, shapes[i].d + shapes[i].rank);
-  if (input_dims.size() != handle.profile_dynamic_dims.size()) return false;
+  if (num_shapes != handle.num_inputs) return false;
 
-  const auto profile_fits = [&](int32_t profile) {
-    for (size_t i = 0; i < input_dims.size(); ++i) {
-      for (const auto& dyn : handle.profile_dynamic_dims[i]) {
-        if (static_cast<size_t>(dyn.dim_index) >= input_dims[i].size()) return false;
-        const int64_t v = input_dims[i][static_cast<size_t>(dyn.dim_index)];
-        const auto& range = dyn.profile_ranges[static_cast<size_t>(profile)];
-        if (v < range.first || v > range.second) return false;
-      }
-    }
-    return true;
-  };
+  // 1. The call's input shapes as TensorRT Dims: one vector, one allocation.
+  std::vector<BaselineDims> input_dims(handle.num_inputs);
+  for (size_t i = 0; i < num_shapes; ++i) {
+    input_dims[i].nbDims = shapes[i].rank;
+    for (int32_t d = 0; d < shapes[i].rank; ++d) input_dims[i].d[d] = shapes[i].d[d];
+  }
 
-  int32_t profile = active_profile;
-  if (handle.num_profiles > 1 && !profile_fits(profile)) {
-    profile = -1;
-    for (int32_t p = 0; p < handle.num_profiles; ++p) {
-      if (profile_fits(p)) {
+  // 2. Sticky first-fit.
+  if (handle.bounds.empty()) return false;
+  const int32_t num_profiles = static_cast<int32_t>(handle.bounds.size());
+  int32_t profile = -1;
+  if (profile_accepts(handle, active_profile, input_dims)) {
+    profile = active_profile;
+  } else {
+    for (int32_t p = 0; p < num_profiles; ++p) {
+      if (profile_accepts(handle, p, input_dims)) {
         profile = p;
         break;
       }
     }
-    if (profile < 0) return false;
   }
+  if (profile < 0) return false;
 
+  // 3. Validation of every dimension against the chosen profile.
   const std::vector<BaselineHandle::InputBounds>& bounds = handle.bounds[static_cast<size_t>(profile)];
   for (size_t i = 0; i < input_dims.size(); ++i) {
-    if (input_dims[i].size() != bounds[i].min.size()) return false;
-    for (size_t d = 0; d < input_dims[i].size(); ++d) {
-      if (input_dims[i][d] < bounds[i].min[d] || input_dims[i][d] > bounds[i].max[d]) return false;
+    const BaselineDims& dims = input_dims[i];
+    if (dims.nbDims != bounds[i].min.nbDims) return false;
+    for (int32_t d = 0; d < dims.nbDims; ++d) {
+      if (dims.d[d] < bounds[i].min.d[d] || dims.d[d] > bounds[i].max.d[d]) return false;
     }
   }
   *chosen = profile;

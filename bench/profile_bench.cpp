@@ -1,11 +1,12 @@
 // etrt_bench_profile: choosing + validating a profile, etrt's policy layer
-// against the vector-based baseline (baseline_selection.h), on the same tables
+// against upstream's per-execute path (baseline_selection.h), on the same tables
 // and shapes in the same run. bench/run_profile_bench.sh prints medians and
 // ratios. Per case three rows: etrt/ (choose_and_validate, the call execute()
 // makes), etrt_2call/ (choose_profile then validate_shapes) and baseline/.
 //
 // Every benchmark reports allocs_per_iter, counted by the replaced global
-// operator new (alloc_counter.cpp); etrt's must be 0 (execute() does not allocate).
+// operator new (alloc_counter.cpp); etrt's must be 0 (execute() does not
+// allocate), the baseline's 1 (upstream's one std::vector<Dims> per call).
 
 #include <benchmark/benchmark.h>
 
@@ -84,28 +85,19 @@ std::vector<Shape> shapes_for(const Engine& engine, int64_t seq_len) {
   return shapes;
 }
 
-// The same engine description in upstream's shape.
+// The same engine description in upstream's shape: [profile][input] (min, max) Dims.
 BaselineHandle baseline_handle(const Engine& engine) {
   BaselineHandle handle;
-  handle.num_profiles = engine.num_profiles;
-  const size_t profiles = static_cast<size_t>(engine.num_profiles);
-  handle.bounds.resize(profiles);
-  for (const InputBounds& in : engine.inputs) {
-    std::vector<BaselineHandle::ProfileDynamicDim> dyn;
-    for (int32_t d = 0; d < in.min[0].rank; ++d) {
-      BaselineHandle::ProfileDynamicDim dim{d, {}};
-      bool varies = false;
-      for (size_t p = 0; p < profiles; ++p) {
-        dim.profile_ranges.emplace_back(in.min[p][d], in.max[p][d]);
-        varies = varies || in.min[p][d] != in.max[p][d] || in.min[p][d] != in.min[0][d];
-      }
-      if (varies) dyn.push_back(std::move(dim));
-    }
-    handle.profile_dynamic_dims.push_back(std::move(dyn));
-    for (size_t p = 0; p < profiles; ++p) {
-      handle.bounds[p].push_back({std::vector<int64_t>(in.min[p].d, in.min[p].d + in.min[p].rank),
-                                  std::vector<int64_t>(in.max[p].d, in.max[p].d + in.max[p].rank)});
-    }
+  handle.num_inputs = engine.inputs.size();
+  handle.bounds.resize(static_cast<size_t>(engine.num_profiles));
+  const auto dims = [](const Shape& s) {
+    BaselineDims out;
+    out.nbDims = s.rank;
+    for (int32_t d = 0; d < s.rank; ++d) out.d[d] = s.d[d];
+    return out;
+  };
+  for (size_t p = 0; p < handle.bounds.size(); ++p) {
+    for (const InputBounds& in : engine.inputs) handle.bounds[p].push_back({dims(in.min[p]), dims(in.max[p])});
   }
   return handle;
 }

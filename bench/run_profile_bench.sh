@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs etrt_bench_profile with repetitions and prints, per case, the median
-# time of etrt's policy layer (one call and two calls), of the vector-based
-# baseline, the ratios, and the allocations per iteration of each. Fails if
-# etrt's path allocates.
+# time of etrt's policy layer (one call and two calls), of the baseline
+# (upstream's per-execute selection path, bench/baseline_selection.h), the
+# ratios, and the allocations per iteration of each. Fails if etrt's path
+# allocates, or if the baseline does not make its one allocation per call (the
+# compiler elided it, and it would no longer model upstream).
 #
 #   bench/run_profile_bench.sh [path/to/etrt_bench_profile] [extra benchmark flags...]
 #
@@ -50,6 +52,7 @@ header = (f"{'case':30} {'etrt':>14} {'etrt_2call':>14} {'baseline':>15} {'ratio
 print(header)
 print("-" * len(header))
 ok = True
+base_ok = True
 for case in sorted(medians):
     m = medians[case]
     if not all(k in m for k in ("etrt", "etrt_2call", "baseline")):
@@ -60,7 +63,11 @@ for case in sorted(medians):
     print(f"{case:30} {cell(e):>14} {cell(e2):>14} {cell(b):>15} {ratio(b, e):>12} {ratio(b, e2):>12}"
           f" {e[2]:9.0f} /{e2[2]:3.0f} /{b[2]:3.0f}")
     ok = ok and e[2] == 0 and e2[2] == 0
+    base_ok = base_ok and b[2] == 1
 if not ok:
     print("\nFAIL: etrt's choose+validate path allocated.", file=sys.stderr)
+if not base_ok:
+    print("\nFAIL: the baseline did not allocate exactly once per call, as upstream's path does.", file=sys.stderr)
+if not (ok and base_ok):
     sys.exit(1)
 PYEOF
