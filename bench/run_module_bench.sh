@@ -31,4 +31,14 @@ print(f"{'case':40} {'real ns':>9} {'cpu ns':>9} {'ratio':>7} {'allocs/forward':
 for name, b in med.items():
     ratio = b["real_time"] / base["real_time"] if base else float("nan")
     print(f"{name:40} {b['real_time']:9.0f} {b['cpu_time']:9.0f} {ratio:6.2f}x {b.get('allocs_per_forward', float('nan')):15.1f}")
+engine = med.get("BM_EngineEnqueue")
+aligned = med.get("BM_NoopAligned")
+if aligned and engine:
+    print("\netrt's own cost per forward(), same IO (the runner's aligned buffers), cpu time:"
+          "\n(etrt forward() - the engine's enqueue alone) / noop forward()\n")
+    for name in ("BM_EtrtAlignedNoGuard", "BM_EtrtAlignedPinnedDecode"):
+        if name in med:
+            own = med[name]["cpu_time"] - engine["cpu_time"]
+            print(f"{name:40} ({med[name]['cpu_time']:.0f} - {engine['cpu_time']:.0f}) / {aligned['cpu_time']:.0f}"
+                  f" = {own / aligned['cpu_time']:.2f}x")
 PYEOF

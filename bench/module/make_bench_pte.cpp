@@ -1,7 +1,10 @@
 // Builds the programs module_bench.cpp compares: the same one-delegate graph
 // x [1, <=64] float32 -> y, once as an etrt delegate over a reference engine
 // that only copies (identity), once for a delegate that does nothing at all.
-// Two profiles: [1,1] (decode) and [1,2..64] (prefill).
+// Two profiles: [1,1] (decode) and [1,2..64] (prefill). Also: the etrt program
+// with unplanned IO (the runner passes its own 256-byte-aligned buffers, which
+// TensorRT takes in place), and the engine's bytes alone, for timing the
+// engine's own enqueue.
 //
 // usage: etrt_make_bench_pte <output-dir>
 
@@ -13,13 +16,13 @@
 
 namespace {
 
-std::string spec(const char* backend, const char* blob) {
-  return std::string(R"({"name": "forward",
-  "values": [{"name": "x", "dtype": "float32", "sizes": [1, 64], "dynamic": true},
-             {"name": "y", "dtype": "float32", "sizes": [1, 64], "dynamic": true}],
-  "inputs": ["x"], "outputs": ["y"],
-  "delegate_calls": [{"backend_id": ")") +
-         backend + R"(", "blob_file": ")" + blob + R"(", "args": ["x", "y"]}]})";
+std::string spec(const char* backend, const char* blob, bool planned = true) {
+  const std::string planning = planned ? "" : ", \"planned\": false";
+  return std::string("{\"name\": \"forward\", \"values\": [") +
+         "{\"name\": \"x\", \"dtype\": \"float32\", \"sizes\": [1, 64], \"dynamic\": true" + planning + "}, " +
+         "{\"name\": \"y\", \"dtype\": \"float32\", \"sizes\": [1, 64], \"dynamic\": true" + planning + "}], " +
+         "\"inputs\": [\"x\"], \"outputs\": [\"y\"], \"delegate_calls\": [{\"backend_id\": \"" + backend +
+         "\", \"blob_file\": \"" + blob + "\", \"args\": [\"x\", \"y\"]}]}";
 }
 
 }  // namespace
@@ -42,8 +45,13 @@ int main(int argc, char** argv) {
   const auto blob = engine.empty() ? engine : etrt::refkit::blob_for_engine(engine, false, &error);
   const bool ok = !blob.empty() && etrt::refkit::write_file(dir + "/etrt.blob", blob, &error) &&
                   etrt::refkit::write_text(dir + "/etrt.json", spec("TensorRTBackend", "etrt.blob"), &error) &&
+                  etrt::refkit::write_text(dir + "/etrt_unplanned.json",
+                                           spec("TensorRTBackend", "etrt.blob", /*planned=*/false), &error) &&
+                  etrt::refkit::write_file(dir + "/bench_identity.engine", engine, &error) &&
                   etrt::refkit::write_text(dir + "/noop.blob", "noop", &error) &&
-                  etrt::refkit::write_text(dir + "/noop.json", spec("EtrtBenchNoop", "noop.blob"), &error);
+                  etrt::refkit::write_text(dir + "/noop.json", spec("EtrtBenchNoop", "noop.blob"), &error) &&
+                  etrt::refkit::write_text(dir + "/noop_unplanned.json",
+                                           spec("EtrtBenchNoop", "noop.blob", /*planned=*/false), &error);
   if (!ok) std::fprintf(stderr, "etrt_make_bench_pte: %s\n", error.c_str());
   return ok ? 0 : 1;
 }

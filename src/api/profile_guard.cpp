@@ -1,5 +1,7 @@
 #include "etrt/profile_guard.h"
 
+#include "common/fast_tls.h"
+
 namespace etrt {
 
 namespace {
@@ -7,7 +9,7 @@ namespace {
 // once: a copy in a second shared object would be a second, unrelated
 // thread-local (the same reason ExecuTorch keeps CallerStreamGuard's state in
 // a shared library).
-thread_local ProfileRequest t_current_request{};
+thread_local ProfileRequest t_current_request ETRT_FAST_TLS{};
 }  // namespace
 
 ProfileRequest current_profile_request() noexcept { return t_current_request; }

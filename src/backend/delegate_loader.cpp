@@ -29,6 +29,7 @@ bool make_slot(const engine::Engine& engine, int32_t engine_index, IoSlot* slot,
     return false;
   }
   *slot = IoSlot{desc.name, engine_index, desc.dtype};
+  slot->scalar_type = scalar_type_of(desc.dtype);
   return true;
 }
 
@@ -387,6 +388,7 @@ bool load_delegate(const void* data, size_t size, DelegateState* state, std::str
   }
 
   state->input_shapes.resize(state->inputs.size());
+  state->last_choice.input_shapes.resize(state->inputs.size());
   state->output_capacity.assign(state->outputs.size(), -1);
   state->arg_tensors.resize(state->inputs.size() + state->outputs.size());
   state->context_caches.resize(state->contexts.size());

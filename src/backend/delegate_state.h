@@ -20,6 +20,30 @@
 
 namespace etrt::backend {
 
+// ExecuTorch's spelling of an engine element type.
+inline executorch::aten::ScalarType scalar_type_of(engine::DataType t) {
+  using executorch::aten::ScalarType;
+  switch (t) {
+    case engine::DataType::kFloat32:
+      return ScalarType::Float;
+    case engine::DataType::kFloat16:
+      return ScalarType::Half;
+    case engine::DataType::kBFloat16:
+      return ScalarType::BFloat16;
+    case engine::DataType::kInt8:
+      return ScalarType::Char;
+    case engine::DataType::kUInt8:
+      return ScalarType::Byte;
+    case engine::DataType::kInt32:
+      return ScalarType::Int;
+    case engine::DataType::kInt64:
+      return ScalarType::Long;
+    case engine::DataType::kBool:
+      return ScalarType::Bool;
+  }
+  return ScalarType::Undefined;
+}
+
 // One delegate argument bound to one engine IO tensor.
 struct IoSlot {
   std::string name;
@@ -29,6 +53,8 @@ struct IoSlot {
   // Inputs: whether some output is written into it (so it must be memory the engine can update in place).
   int32_t alias_of = -1;
   bool alias_target = false;
+  // `dtype` as ExecuTorch spells it, so the per-call type check is one comparison.
+  executorch::aten::ScalarType scalar_type = executorch::aten::ScalarType::Undefined;
 };
 
 struct DelegateState {
@@ -90,6 +116,16 @@ struct DelegateState {
   // The profile the last successful switch (or the last execution) left the
   // engine on; what kStickyFirstFit keeps.
   int32_t active_profile = 0;
+
+  // The last successful choice and what it was made from. The choice is a pure function of the request, the
+  // active profile and the input shapes, so an execution that repeats all three (every decode step) reuses it.
+  struct LastChoice {
+    bool valid = false;
+    ProfileRequest request;
+    int32_t active_profile = -1;
+    std::vector<Shape> input_shapes;
+    profile::Choice choice;
+  } last_choice;
 
   profile::Diagnostic diagnostic;
 };

@@ -4,18 +4,22 @@
 
 #include <executorch/runtime/platform/log.h>
 
+#include "common/fast_tls.h"
+
 namespace etrt {
 namespace {
 
 constexpr size_t kMaxMessage = 8192;
 thread_local char t_last_error[kMaxMessage] = {};
-thread_local ExecutionReport* t_current_report = nullptr;
+// Whether t_last_error holds this thread's latest refusal: executions clear the flag, not the text.
+thread_local bool t_has_error ETRT_FAST_TLS = false;
+thread_local ExecutionReport* t_current_report ETRT_FAST_TLS = nullptr;
 
 }  // namespace
 
-const char* last_error_message() noexcept { return t_last_error; }
-void clear_last_error() noexcept { t_last_error[0] = '\0'; }
-bool has_last_error() noexcept { return t_last_error[0] != '\0'; }
+const char* last_error_message() noexcept { return t_has_error ? t_last_error : ""; }
+void clear_last_error() noexcept { t_has_error = false; }
+bool has_last_error() noexcept { return t_has_error; }
 
 ExecutionReport::ExecutionReport() noexcept : previous_(t_current_report) { t_current_report = this; }
 ExecutionReport::~ExecutionReport() { t_current_report = previous_; }
@@ -61,6 +65,7 @@ void report_error(const char* delegate, const char* format, ...) {
     std::vsnprintf(t_last_error + n, kMaxMessage - static_cast<size_t>(n), format, args);
     va_end(args);
   }
+  t_has_error = true;
   log_error_lines(t_last_error);
 }
 
