@@ -25,9 +25,13 @@ inline constexpr char kBackendId[] = "TensorRTBackend";
 
 /// bool. When true, an execution with no OptimizationProfileGuard in force
 /// selects its profile from the input shapes instead of using profile 0.
+/// Default: true for engines with two or more profiles, false for one-profile
+/// engines (docs/auto-by-default.md). Set false to make an unguarded
+/// execution use profile 0 and refuse shapes outside it.
 inline constexpr char kOptionAutoSelect[] = "auto_select_profiles";
-/// string, kPolicyStickyFirstFit (default) or kPolicyFirstFit: the policy used
-/// when kOptionAutoSelect makes auto the default.
+/// string, kPolicyFirstFit (default) or kPolicyStickyFirstFit: the policy an
+/// execution with no guard uses when automatic selection is the default.
+/// (OptimizationProfileGuard::automatic() has its own default, sticky.)
 inline constexpr char kOptionAutoPolicy[] = "auto_policy";
 inline constexpr char kPolicyStickyFirstFit[] = "sticky_first_fit";
 inline constexpr char kPolicyFirstFit[] = "first_fit";

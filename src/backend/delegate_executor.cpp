@@ -216,7 +216,8 @@ Error resize_outputs(DelegateState& state, const DelegateState::ContextCache& ca
 // Everything after the wait for in-flight work, in decision 6's order; `device` carries the stream.
 Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> args, Outcome* outcome) {
   ProfileRequest request = current_profile_request();
-  if (request.kind == ProfileRequest::Kind::kDefault) request = state.options.default_request();
+  if (request.kind == ProfileRequest::Kind::kDefault)
+    request = state.options.default_request(state.table.num_profiles());
 
   if (!collect_tensors(state, args)) return Error::InvalidArgument;
 

@@ -31,7 +31,7 @@ bool wrong_type(const RawOption& o, const char* want, std::string* error) {
 bool apply_load_option(const RawOption& o, LoadOptions* options, std::string* error) {
   if (std::strcmp(o.key, kOptionAutoSelect) == 0) {
     if (o.kind != RawOption::Kind::kBool) return wrong_type(o, "bool", error);
-    options->auto_by_default = o.bool_value;
+    options->auto_select = o.bool_value ? 1 : 0;
     return true;
   }
   if (std::strcmp(o.key, kOptionAutoPolicy) == 0) {

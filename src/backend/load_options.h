@@ -16,8 +16,9 @@ enum class ProfileStrategy : uint8_t {
 };
 
 struct LoadOptions {
-  bool auto_by_default = false;
-  AutoPolicy auto_policy = AutoPolicy::kStickyFirstFit;
+  // kOptionAutoSelect: -1 when not given (automatic selection on engines with two or more profiles), 0 false, 1 true.
+  int8_t auto_select = -1;
+  AutoPolicy auto_policy = AutoPolicy::kFirstFit;
   ProfileStrategy strategy = ProfileStrategy::kSwitch;
   // The weight-streaming budget asked for, in bytes; -1 when none was (the engine then gets TensorRT's automatic
   // budget, if it streams weights at all).
@@ -25,9 +26,12 @@ struct LoadOptions {
   // Replay steady-state executions of device engines as CUDA graphs (etrt/options.h kOptionCudaGraphs).
   bool cuda_graphs = false;
 
-  // The request an execution with no guard in force uses.
-  ProfileRequest default_request() const {
-    return auto_by_default ? ProfileRequest::automatic(auto_policy) : ProfileRequest::default_request();
+  // The request an execution with no guard in force uses, on an engine with `num_profiles` profiles: automatic
+  // selection on a multi-profile engine (docs/auto-by-default.md has the numbers behind it); a one-profile engine
+  // keeps the plain default (profile 0, the same checks and messages as ever) unless auto was asked for.
+  ProfileRequest default_request(int32_t num_profiles) const {
+    const bool automatic = auto_select > 0 || (auto_select < 0 && num_profiles > 1);
+    return automatic ? ProfileRequest::automatic(auto_policy) : ProfileRequest::default_request();
   }
 };
 

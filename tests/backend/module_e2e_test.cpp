@@ -62,8 +62,23 @@ TEST_F(ModuleTest, WithoutAGuardTheDecodeProfileZeroRuns) {
   EXPECT_EQ(switch_calls("llm"), 0);
 }
 
-TEST_F(ModuleTest, WithoutAGuardAPrefillShapeFailsNamingTheBounds) {
-  auto module = load("llm");
+// Without a guard a multi-profile engine chooses by shape, first-fit: prefill on profile 1, and decode back on
+// profile 0 even where profile 1 also fits (the overlap engine: [1,1] and [1,1..2048]).
+TEST_F(ModuleTest, WithoutAGuardAMultiProfileEngineChoosesTheFirstProfileThatFits) {
+  auto module = load("overlap");
+  const auto prompt = token_ids(64), step = token_ids(1);
+  expect_logits(run_ids(*module, prompt), prompt);
+  EXPECT_EQ(ref::last_enqueue_profile("overlap"), kPrefill);
+  expect_logits(run_ids(*module, step), step);
+  EXPECT_EQ(ref::last_enqueue_profile("overlap"), kDecode);
+}
+
+TEST_F(ModuleTest, WithAutomaticSelectionTurnedOffAPrefillShapeFailsNamingTheBounds) {
+  et::BackendOptions<1> options;
+  ASSERT_EQ(options.set_option(etrt::kOptionAutoSelect, false), et::Error::Ok);
+  et::LoadBackendOptionsMap map;
+  ASSERT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
+  auto module = load("llm", &map);
   EXPECT_EQ(run_ids(*module, token_ids(64)).error, et::Error::InvalidArgument);
   const std::string message = etrt::last_error_message();
   EXPECT_THAT(message, HasSubstr("input_ids"));

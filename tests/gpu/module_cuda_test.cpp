@@ -39,14 +39,14 @@ TEST_P(CudaModule, WithoutAGuardTheDecodeProfileZeroRuns) {
   EXPECT_EQ(switch_calls("llm"), 0);
 }
 
-TEST_P(CudaModule, WithoutAGuardAPrefillShapeFailsNamingTheBounds) {
-  auto module = load("llm");
-  EXPECT_EQ(run_ids(*module, token_ids(64)).error, et::Error::InvalidArgument);
-  const std::string message = etrt::last_error_message();
-  EXPECT_THAT(message, HasSubstr("input_ids"));
-  EXPECT_THAT(message, HasSubstr("64"));
-  EXPECT_THAT(message, HasSubstr("profile 0"));
-  EXPECT_EQ(ref::count_enqueues("llm"), 0);
+// Without a guard a multi-profile engine chooses by shape, first-fit: prefill on profile 1, decode on profile 0.
+TEST_P(CudaModule, WithoutAGuardAMultiProfileEngineChoosesTheFirstProfileThatFits) {
+  auto module = load("overlap");
+  const auto prompt = token_ids(64), step = token_ids(1);
+  expect_logits(run_ids(*module, prompt), prompt);
+  EXPECT_EQ(ref::last_enqueue_profile("overlap"), kPrefill);
+  expect_logits(run_ids(*module, step), step);
+  EXPECT_EQ(ref::last_enqueue_profile("overlap"), kDecode);
 }
 
 TEST_P(CudaModule, PinningProfileOneRunsAPrefillShapeOnProfileOne) {
