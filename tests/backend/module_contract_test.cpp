@@ -58,11 +58,12 @@ struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
 };
 
-// A cache the caller owns, `offset` bytes past a 256-byte boundary (0: TensorRT's alignment rule holds).
+// A cache the caller owns, `offset` bytes past a 256-byte boundary (0: TensorRT's alignment rule holds). 1 KiB
+// holds the 64-byte cache at any offset used here; aligned_alloc wants a multiple of the alignment.
 class CallerCache {
  public:
   explicit CallerCache(size_t offset = 0)
-      : memory_(static_cast<unsigned char*>(std::aligned_alloc(256, 512 + kCacheFloats * sizeof(float)))),
+      : memory_(static_cast<unsigned char*>(std::aligned_alloc(256, 1024))),
         data_(reinterpret_cast<float*>(memory_.get() + offset)) {
     for (size_t i = 0; i < kCacheFloats; ++i) data_[i] = -1.0f - static_cast<float>(i);
   }
