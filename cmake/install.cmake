@@ -12,6 +12,22 @@ install(TARGETS etrt EXPORT etrtTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/etrt DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+# The installed libetrt's RUNPATH, whole. ExecuTorch's imported targets link with -rpath options that name the wheel
+# the build used by its absolute path (<venv>/site-packages/executorch/lib); CMake's install step rewrites only the
+# part of the RUNPATH it computed itself, so without this the installed library would keep looking into the build
+# machine's virtual environment. The default, $ORIGIN, finds the GPU-free NvInfer installed beside it; libexecutorch.so
+# is the runner's (an executable linking etrt::etrt links it too, and the loader shares it by soname). The Python
+# package sets $ORIGIN-relative paths to the ExecuTorch wheel of its environment (python/setup.py).
+set(ETRT_INSTALL_RPATH "$ORIGIN" CACHE STRING
+    "RUNPATH of the installed libetrt, ':'-separated; keep it $ORIGIN-relative so the installation can move")
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(_etrt_installed_lib "${CMAKE_INSTALL_LIBDIR}/$<TARGET_FILE_NAME:etrt>")
+else()
+  set(_etrt_installed_lib "\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/$<TARGET_FILE_NAME:etrt>")
+endif()
+install(CODE "file(RPATH_SET FILE \"\$ENV{DESTDIR}${_etrt_installed_lib}\" NEW_RPATH \"${ETRT_INSTALL_RPATH}\")")
+unset(_etrt_installed_lib)
 # Built against the GPU-free NvInfer implementation, libetrt needs it beside itself (its soname,
 # libetrt_gpufree_nvinfer.so.0, never collides with NVIDIA's libnvinfer.so.10).
 if(TARGET etrt_gpufree_nvinfer)

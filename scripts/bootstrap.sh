@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Installs what etrt needs to build and test, idempotently:
-#   * Debian packages: compiler, Ninja, GoogleTest, Google Benchmark, nlohmann-json;
+#   * Debian packages: compiler, Ninja, GoogleTest, Google Benchmark, nlohmann-json; clang with libFuzzer
+#     (scripts/test.sh's fuzz build);
 #   * .venv/: ExecuTorch's PyPI wheel (--no-deps: we use its C++ runtime,
 #     headers, CMake config, flatc and schema, not its Python side), a CMake
 #     new enough for the wheel's imported targets (>= 3.28), pytest, and NumPy
 #     (the demo decoder's independent reference, tests/python/test_decoder_demo.py).
+# With --export, also .venv-export/: ExecuTorch's PyPI wheel with its dependencies
+# and the torch it was released with, and pytest, for the real-export suite
+# (tests/export; scripts/test.sh pip-installs etrt into it).
 # Safe to run repeatedly; does nothing once everything is present.
 set -euo pipefail
 
@@ -24,18 +28,39 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
 fi
 
+# clang with libFuzzer and its sanitizer runtimes, for the fuzz build of scripts/test.sh (docs/testing.md).
+fuzz_toolchain_works() {
+  command -v clang++ >/dev/null 2>&1 || return 1
+  local dir
+  dir="$(mktemp -d)"
+  echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' >"$dir/t.cpp"
+  clang++ -fsanitize=fuzzer,address,undefined "$dir/t.cpp" -o "$dir/t" >/dev/null 2>&1
+  local status=$?
+  rm -rf "$dir"
+  return $status
+}
+if ! fuzz_toolchain_works; then
+  echo "bootstrap: installing clang and its runtimes (libFuzzer, sanitizers)"
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q clang libclang-rt-dev
+fi
+
 VENV="$ROOT/.venv"
 if [[ ! -x "$VENV/bin/python" ]]; then
   echo "bootstrap: creating $VENV"
   python3 -m venv "$VENV"
 fi
 PY="$VENV/bin/python"
-have() { "$PY" - "$@" <<'PYEOF'
+# have NAME VERSION|>=VERSION: whether $HAVE_PY (default $PY) has that distribution (a local label such as +cpu
+# is ignored).
+have() { "${HAVE_PY:-$PY}" - "$@" <<'PYEOF'
 import sys
 from importlib.metadata import version, PackageNotFoundError
 name, want = sys.argv[1], sys.argv[2]
 try:
-    v = version(name)
+    v = version(name).split("+")[0]
 except PackageNotFoundError:
     sys.exit(1)
 if want.startswith(">="):
@@ -57,4 +82,31 @@ fi
 if ! have numpy ">=1.22"; then
   # --no-warn-conflicts: executorch was installed --no-deps on purpose; pip would list its Python deps.
   "$PY" -m pip install -q --no-warn-conflicts "numpy>=1.22"
+fi
+
+if [[ "${1:-}" == "--export" ]]; then
+  TORCH_VERSION="${ETRT_TORCH_VERSION:-2.14.0}"
+  VENV_EXPORT="$ROOT/.venv-export"
+  if [[ ! -x "$VENV_EXPORT/bin/python" ]]; then
+    echo "bootstrap: creating $VENV_EXPORT"
+    python3 -m venv "$VENV_EXPORT"
+  fi
+  # Git ignores the whole environment (what `python -m venv` writes itself from Python 3.13 on).
+  [[ -f "$VENV_EXPORT/.gitignore" ]] || printf '*\n' >"$VENV_EXPORT/.gitignore"
+  EPY="$VENV_EXPORT/bin/python"
+  if ! HAVE_PY="$EPY" have torch "$TORCH_VERSION"; then
+    # CPU wheels from PyTorch's index when it answers (no CUDA libraries: ~1 GB instead of ~6 GB), else PyPI's.
+    if "$EPY" -c "import urllib.request; urllib.request.urlopen('https://download.pytorch.org/whl/cpu/torch/', timeout=10)" \
+      2>/dev/null; then
+      echo "bootstrap: installing torch==$TORCH_VERSION (CPU, download.pytorch.org) into $VENV_EXPORT"
+      "$EPY" -m pip install -q "torch==$TORCH_VERSION" --index-url https://download.pytorch.org/whl/cpu
+    else
+      echo "bootstrap: installing torch==$TORCH_VERSION (PyPI; PyTorch's CPU index is not reachable) into $VENV_EXPORT"
+      "$EPY" -m pip install -q "torch==$TORCH_VERSION"
+    fi
+  fi
+  if ! HAVE_PY="$EPY" have executorch "$EXECUTORCH_VERSION" || ! HAVE_PY="$EPY" have pytest ">=7.0"; then
+    echo "bootstrap: installing executorch==$EXECUTORCH_VERSION and pytest into $VENV_EXPORT"
+    "$EPY" -m pip install -q "executorch==$EXECUTORCH_VERSION" "torch==$TORCH_VERSION" "pytest>=7"
+  fi
 fi

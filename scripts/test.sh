@@ -2,7 +2,9 @@
 # The whole test suite, from a fresh machine: installs what it needs, builds,
 # runs the C++ tests, runs them again under AddressSanitizer and
 # UndefinedBehaviorSanitizer, builds the CUDA path (compile only, and its cpu
-# tests), then the Python tests. Exits non-zero on any failure.
+# tests), fuzzes for a minute, runs the stress test under ThreadSanitizer,
+# then the Python tests and the Python runtime on real exports (.venv-export).
+# Exits non-zero on any failure.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -47,7 +49,30 @@ else
   exit 1
 fi
 
+echo "== build the fuzzers (clang: libFuzzer + ASan + UBSan)"
+# tests/fuzz, docs/testing.md. Only the three harnesses are built; their seeds come from build/'s fixtures (clang
+# builds etrt_make_fixtures into a program that writes wrong packer specs).
+$CMAKE -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" -DETRT_SANITIZE=address,undefined -DETRT_BUILD_FUZZERS=ON \
+  -DETRT_BUILD_BENCHMARKS=OFF -DETRT_BUILD_EXAMPLES=OFF -DETRT_FUZZ_FIXTURE_DIR="$ROOT/build/tests/backend/fixtures"
+$CMAKE --build build-fuzz -j "$JOBS" --target etrt_fuzz_blob etrt_fuzz_engine etrt_fuzz_module
+echo "== fuzz: the three harnesses at once, ${ETRT_FUZZ_SECONDS:-60} s each, fixed seed; any finding fails"
+bash tests/fuzz/run_fuzzers.sh --build build-fuzz --time "${ETRT_FUZZ_SECONDS:-60}" --seed 1 --fresh
+
+echo "== build (ThreadSanitizer): the stress test only"
+$CMAKE -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DETRT_SANITIZE=thread \
+  -DETRT_BUILD_BENCHMARKS=OFF -DETRT_BUILD_EXAMPLES=OFF
+$CMAKE --build build-tsan -j "$JOBS" --target etrt_test_stress
+echo "== stress tests under ThreadSanitizer"
+ETRT_STRESS_ITERATIONS=500 ETRT_STRESS_SECONDS=15 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  $CTEST --test-dir build-tsan -L stress --output-on-failure --no-tests=error -j "$JOBS"
+
 echo "== Python tests"
 .venv/bin/python -m pytest tests/python -q
+
+echo "== Python runtime and real exports (.venv-export: ExecuTorch and torch from PyPI, etrt pip-installed into it)"
+bash scripts/bootstrap.sh --export
+.venv-export/bin/python -m pip install -q ./python
+.venv-export/bin/python -m pytest tests/export -q
 
 echo "== all tests passed"

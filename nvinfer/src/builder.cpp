@@ -1,5 +1,7 @@
 #include "etrt_gpufree/builder.h"
 
+#include <unordered_map>
+
 #include "format.h"
 #include "model.h"
 
@@ -181,10 +183,12 @@ std::vector<uint8_t> Builder::build(std::string* error) const {
   }
   m.profiles.assign(static_cast<size_t>(n_profiles), std::vector<InputRange>(static_cast<size_t>(n_inputs)));
   std::vector<std::vector<bool>> have(static_cast<size_t>(n_profiles), std::vector<bool>(m.io.size(), false));
+  std::unordered_map<std::string, int32_t> input_index;
+  for (size_t i = 0; i < m.io.size(); ++i)
+    if (m.io[i].is_input) input_index[m.io[i].name] = static_cast<int32_t>(i);
   for (const BoundsSpec& b : bounds_) {
-    int32_t io_index = -1;
-    for (size_t i = 0; i < m.io.size(); ++i)
-      if (m.io[i].is_input && m.io[i].name == b.input) io_index = static_cast<int32_t>(i);
+    const auto found = input_index.find(b.input);
+    const int32_t io_index = found == input_index.end() ? -1 : found->second;
     if (io_index < 0)
       return failed(error,
                     "set_profile_shape(" + std::to_string(b.profile) + ", '" + b.input + "'): no input of that name");
@@ -205,10 +209,12 @@ std::vector<uint8_t> Builder::build(std::string* error) const {
     }
 
   // Ops: resolve names; an unknown output name becomes an intermediate of the dtype the op produces.
-  auto find = [&m](const std::string& name) {
-    for (int32_t id = 0; id < m.num_tensors(); ++id)
-      if (m.tensor_name(id) == name) return id;
-    return -1;
+  // Names to ids through a hash map (kept up to date as intermediates appear), so building stays linear.
+  std::unordered_map<std::string, int32_t> ids;
+  for (int32_t id = 0; id < m.num_tensors(); ++id) ids.emplace(m.tensor_name(id), id);
+  auto find = [&ids](const std::string& name) {
+    const auto it = ids.find(name);
+    return it == ids.end() ? -1 : it->second;
   };
   for (size_t k = 0; k < ops_.size(); ++k) {
     const OpSpec& spec = ops_[k];
@@ -256,6 +262,7 @@ std::vector<uint8_t> Builder::build(std::string* error) const {
       const DataType produced = op.kind == OpKind::kIdentity ? m.tensor_dtype(op.a) : DataType::kFloat32;
       m.intermediates.push_back({spec.out, produced});
       op.out = m.intermediate_id(m.intermediates.size() - 1);
+      ids.emplace(spec.out, op.out);
     }
     m.ops.push_back(op);
   }

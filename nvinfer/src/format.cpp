@@ -63,8 +63,12 @@ class Reader {
     std::memcpy(&v, &bits, 4);
     return v;
   }
+  // Refused above kMaxNameLength before anything is allocated for it.
   std::string str(const char* what) {
     uint32_t n = u32();
+    if (ok_ && n > kMaxNameLength)
+      return failed(std::string(), std::string(what) + " is " + std::to_string(n) + " bytes long, above the limit of " +
+                                       std::to_string(kMaxNameLength));
     if (!need(n, what)) return {};
     std::string s(reinterpret_cast<const char*>(data_ + pos_), n);
     pos_ += n;
@@ -79,10 +83,13 @@ class Reader {
     for (uint8_t i = 0; i < rank && ok_; ++i) s.d[s.rank++] = i64();
     return s;
   }
-  // A count of records each at least `min_record` bytes long, refused if the bytes cannot hold that many, so a
-  // corrupted count never turns into a huge allocation.
-  uint32_t count(size_t min_record, const char* what) {
+  // A count of records each at least `min_record` bytes long, refused above `limit` and if the bytes cannot hold
+  // that many, so a corrupted count never turns into a huge allocation.
+  uint32_t count(size_t min_record, size_t limit, const char* what) {
     uint32_t n = u32();
+    if (ok_ && n > limit)
+      return failed(uint32_t{0}, std::string("the ") + what + " count " + std::to_string(n) +
+                                     " is above the limit of " + std::to_string(limit));
     if (ok_ && static_cast<uint64_t>(n) * min_record > remaining())
       return failed(uint32_t{0}, std::string("the ") + what + " count " + std::to_string(n) + " needs at least " +
                                      std::to_string(static_cast<uint64_t>(n) * min_record) + " more bytes, only " +
@@ -148,53 +155,58 @@ bool decode_payload(Reader& r, Model* m) {
   m->requested_device_memory = r.u64();
 
   // Minimal record sizes: name length + the fixed fields + a rank byte.
-  uint32_t n_io = r.count(4 + 3 + 1, "IO tensor");
+  uint32_t n_io = r.count(4 + 3 + 1, kMaxIoTensors, "IO tensor");
   m->io.resize(n_io);
   for (TensorDesc& t : m->io) {
     t.name = r.str("an IO tensor name");
     t.is_input = r.u8() != 0;
     const uint8_t io_flags = r.u8();
     if (r.ok() && (io_flags & ~uint8_t{7}) != 0)
-      return r.failed(false, "IO tensor '" + t.name + "' has unknown io_flags " + std::to_string(io_flags));
+      return r.failed(false,
+                      "IO tensor '" + escape_name(t.name) + "' has unknown io_flags " + std::to_string(io_flags));
     t.is_shape_tensor = (io_flags & 1) != 0;
     t.on_host = (io_flags & 2) != 0;
     t.data_dependent = (io_flags & 4) != 0;
     uint8_t dtype = r.u8();
     if (r.ok() && !valid_dtype(dtype))
-      return r.failed(false, "IO tensor '" + t.name + "' has unknown dtype " + std::to_string(dtype));
+      return r.failed(false, "IO tensor '" + escape_name(t.name) + "' has unknown dtype " + std::to_string(dtype));
     t.dtype = static_cast<DataType>(dtype);
     t.shape = r.shape("an IO tensor shape");
     if (!r.ok()) return false;
   }
 
-  uint32_t n_const = r.count(4 + 1 + 8, "constant");
+  uint32_t n_const = r.count(4 + 1 + 8, kMaxConstants, "constant");
   m->constants.resize(n_const);
   for (Constant& c : m->constants) {
     c.name = r.str("a constant name");
     c.shape = r.shape("a constant shape");
     uint64_t n = r.u64();
     if (r.ok() && n > r.remaining() / 4)
-      return r.failed(false, "constant '" + c.name + "' claims " + std::to_string(n) + " values, only " +
+      return r.failed(false, "constant '" + escape_name(c.name) + "' claims " + std::to_string(n) + " values, only " +
                                  std::to_string(r.remaining() / 4) + " fit in the remaining bytes");
     if (!r.ok()) return false;
     c.values.resize(static_cast<size_t>(n));
     for (float& v : c.values) v = r.f32();
   }
 
-  uint32_t n_inter = r.count(4 + 1, "intermediate");
+  uint32_t n_inter = r.count(4 + 1, kMaxIntermediates, "intermediate");
   m->intermediates.resize(n_inter);
   for (Intermediate& t : m->intermediates) {
     t.name = r.str("an intermediate name");
     uint8_t dtype = r.u8();
     if (r.ok() && !valid_dtype(dtype))
-      return r.failed(false, "intermediate '" + t.name + "' has unknown dtype " + std::to_string(dtype));
+      return r.failed(false, "intermediate '" + escape_name(t.name) + "' has unknown dtype " + std::to_string(dtype));
     t.dtype = static_cast<DataType>(dtype);
   }
 
   const size_t n_inputs = static_cast<size_t>(m->num_inputs());
   // A profile takes at least 3 rank bytes per input. One of an input-less engine takes none, so cap those.
-  uint32_t n_profiles = r.count(3 * n_inputs, "profile");
+  uint32_t n_profiles = r.count(3 * n_inputs, kMaxProfiles, "profile");
   if (r.ok() && n_inputs == 0 && n_profiles > 1) return r.failed(false, "an engine without inputs has one profile");
+  if (r.ok() && static_cast<uint64_t>(n_profiles) * n_inputs > kMaxProfileEntries)
+    return r.failed(false, std::to_string(n_profiles) + " profiles x " + std::to_string(n_inputs) +
+                               " inputs = " + std::to_string(static_cast<uint64_t>(n_profiles) * n_inputs) +
+                               " profile bounds, above the limit of " + std::to_string(kMaxProfileEntries));
   m->profiles.assign(n_profiles, std::vector<InputRange>(n_inputs));
   for (std::vector<InputRange>& profile : m->profiles) {
     for (InputRange& range : profile) {
@@ -205,7 +217,12 @@ bool decode_payload(Reader& r, Model* m) {
     if (!r.ok()) return false;
   }
 
-  uint32_t n_ops = r.count(1 + 6 * 4, "op");
+  uint32_t n_ops = r.count(1 + 6 * 4, kMaxOps, "op");
+  if (r.ok() && static_cast<uint64_t>(n_profiles) * n_ops > kMaxShapeInferenceWork)
+    return r.failed(false, std::to_string(n_profiles) + " profiles x " + std::to_string(n_ops) +
+                               " ops = " + std::to_string(static_cast<uint64_t>(n_profiles) * n_ops) +
+                               " shape inferences per bound, above the limit of " +
+                               std::to_string(kMaxShapeInferenceWork));
   m->ops.resize(n_ops);
   for (Op& op : m->ops) {
     op.kind = static_cast<OpKind>(r.u8());
@@ -323,6 +340,7 @@ bool deserialize_model(const void* data, size_t size, Model* model, std::string*
   if (!decode_payload(r, &m)) return fail(error, r.error());
   std::string why;
   if (!validate(m, &why)) return fail(error, "invalid engine: " + why);
+  m.build_indexes();
   *model = std::move(m);
   return true;
 }

@@ -40,12 +40,15 @@ inline constexpr size_t kHeaderSize = 24;
 // True when `data` starts with the reference engine's magic (says nothing about the rest).
 ETRT_GPUFREE_API bool is_reference_engine(const void* data, size_t size);
 
-// Encodes a model (validate it first; the builder does).
-std::vector<uint8_t> serialize(const Model& model);
+// Encodes a model (validate it first; the builder does). Exported, with deserialize_model, for the format tests
+// and the load benchmark.
+ETRT_GPUFREE_API std::vector<uint8_t> serialize(const Model& model);
 
 // Decodes and validates. Never reads outside [data, data + size) and never
 // trusts a count before checking that the bytes for it are there.
-bool deserialize_model(const void* data, size_t size, Model* model, std::string* error);
+// Every count is checked against its limit (model.h) and the bytes present before anything sized by it is
+// allocated; the decoded model then goes through validate().
+ETRT_GPUFREE_API bool deserialize_model(const void* data, size_t size, Model* model, std::string* error);
 
 // FNV-1a, 32-bit: cheap, and enough to tell a damaged blob from a valid one.
 ETRT_GPUFREE_API uint32_t checksum(const uint8_t* data, size_t size);

@@ -1,6 +1,9 @@
 #include "model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string_view>
+#include <unordered_map>
 
 namespace etrt::gpufree {
 
@@ -9,6 +12,60 @@ namespace {
 bool fail(std::string* error, std::string message) {
   if (error != nullptr) *error = std::move(message);
   return false;
+}
+
+// Length of the well-formed UTF-8 sequence (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF)
+// starting at p[0], or 0 when none does. `left` >= 1 bytes are readable.
+size_t utf8_sequence_length(const unsigned char* p, size_t left) {
+  const unsigned char c = p[0];
+  if (c < 0x80) return 1;
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (left < n || p[1] < lo || p[1] > hi) return 0;
+  for (size_t i = 2; i < n; ++i)
+    if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+  return n;
+}
+
+bool is_valid_utf8(const std::string& s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_sequence_length(p + i, s.size() - i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+// Labels and tensor names are C strings to NvInfer (getIOTensorName), quoted in messages and compared with the
+// blob's UTF-8 JSON names: at most kMaxNameLength bytes of UTF-8 without NUL.
+bool check_name(const std::string& name, const std::string& what, std::string* error) {
+  if (name.size() > kMaxNameLength)
+    return fail(error, what + " is " + std::to_string(name.size()) + " bytes long, above the limit of " +
+                           std::to_string(kMaxNameLength));
+  if (name.find('\0') != std::string::npos)
+    return fail(error, what + " '" + escape_name(name) +
+                           "' contains a NUL byte; NvInfer names are C strings, so no caller could name it");
+  if (!is_valid_utf8(name)) return fail(error, what + " '" + escape_name(name) + "' is not valid UTF-8");
+  return true;
+}
+
+bool check_count(size_t n, size_t limit, const char* what, std::string* error) {
+  return n <= limit || fail(error, std::string("the engine has ") + std::to_string(n) + " " + what +
+                                       ", above the limit of " + std::to_string(limit));
 }
 
 bool is_float_tensor(const Model& m, int32_t id) { return m.tensor_dtype(id) == DataType::kFloat32; }
@@ -32,7 +89,7 @@ int operand_count(OpKind kind) {
   }
 }
 
-std::string quoted(const Model& m, int32_t id) { return "'" + m.tensor_name(id) + "'"; }
+std::string quoted(const Model& m, int32_t id) { return "'" + escape_name(m.tensor_name(id)) + "'"; }
 
 std::string op_name(const Model& m, size_t index) {
   const Op& op = m.ops[index];
@@ -52,47 +109,69 @@ bool valid_shape(const Shape& s, bool allow_dynamic) {
 // checked afterwards by running shape inference on every profile's min, opt and max.
 bool validate_structure(const Model& m, std::string* error) {
   if (m.label.empty()) return fail(error, "the engine has no label; give the builder a non-empty name");
+  if (!check_name(m.label, "the label", error)) return false;
   if (m.io.empty()) return fail(error, "the engine has no IO tensors");
+  // Counts first, so nothing below does work proportional to an absurd one.
+  if (!check_count(m.io.size(), kMaxIoTensors, "IO tensors", error) ||
+      !check_count(m.constants.size(), kMaxConstants, "constants", error) ||
+      !check_count(m.intermediates.size(), kMaxIntermediates, "intermediates", error) ||
+      !check_count(m.ops.size(), kMaxOps, "ops", error) ||
+      !check_count(m.profiles.size(), kMaxProfiles, "optimization profiles", error))
+    return false;
+  const size_t n_inputs = static_cast<size_t>(m.num_inputs());
+  if (m.profiles.size() * n_inputs > kMaxProfileEntries)
+    return fail(error, std::to_string(m.profiles.size()) + " profiles x " + std::to_string(n_inputs) +
+                           " inputs = " + std::to_string(m.profiles.size() * n_inputs) +
+                           " profile bounds, above the limit of " + std::to_string(kMaxProfileEntries));
+  if (m.profiles.size() * m.ops.size() > kMaxShapeInferenceWork)
+    return fail(error, std::to_string(m.profiles.size()) + " profiles x " + std::to_string(m.ops.size()) +
+                           " ops = " + std::to_string(m.profiles.size() * m.ops.size()) +
+                           " shape inferences per bound, above the limit of " + std::to_string(kMaxShapeInferenceWork));
 
-  std::vector<const std::string*> names;
+  // Duplicates through a hash map: linear in the number of tensors.
+  std::unordered_map<std::string_view, int32_t> names;
+  names.reserve(static_cast<size_t>(m.num_tensors()));
   for (int32_t id = 0; id < m.num_tensors(); ++id) {
     const std::string& name = m.tensor_name(id);
-    if (name.empty()) return fail(error, "tensor #" + std::to_string(id) + " has an empty name");
-    for (const std::string* other : names)
-      if (*other == name) return fail(error, "tensor name '" + name + "' is used twice; names must be unique");
-    names.push_back(&name);
+    const std::string what = "tensor #" + std::to_string(id);
+    if (name.empty()) return fail(error, what + " has an empty name");
+    if (!check_name(name, what + " name", error)) return false;
+    if (!names.emplace(name, id).second)
+      return fail(error, "tensor name '" + escape_name(name) + "' is used twice; names must be unique");
   }
 
   bool has_output = false;
   for (const TensorDesc& t : m.io) {
-    if (element_size(t.dtype) == 0) return fail(error, "IO tensor '" + t.name + "' has an unknown data type");
+    const auto name = [&t] { return escape_name(t.name); };  // built only for a message
+    if (element_size(t.dtype) == 0) return fail(error, "IO tensor '" + name() + "' has an unknown data type");
     if (!valid_shape(t.shape, true))
-      return fail(error, "IO tensor '" + t.name + "' has an invalid shape " + shape_to_string(t.shape) + " (rank 0.." +
+      return fail(error, "IO tensor '" + name() + "' has an invalid shape " + shape_to_string(t.shape) + " (rank 0.." +
                              std::to_string(kMaxRank) + ", dims -1 or 0.." + std::to_string(kMaxDim) + ")");
     if (t.is_input && t.data_dependent)
-      return fail(error, "input '" + t.name + "' is marked data-dependent; only outputs can be");
+      return fail(error, "input '" + name() + "' is marked data-dependent; only outputs can be");
     if (!t.is_input && t.is_shape_tensor)
-      return fail(error, "output '" + t.name + "' is marked as a shape tensor; only inputs can be");
+      return fail(error, "output '" + name() + "' is marked as a shape tensor; only inputs can be");
     has_output = has_output || !t.is_input;
   }
   if (!has_output) return fail(error, "the engine has no outputs");
 
   for (const Constant& c : m.constants) {
+    const auto name = [&c] { return escape_name(c.name); };
     if (!valid_shape(c.shape, false))
-      return fail(error, "constant '" + c.name + "' has an invalid shape " + shape_to_string(c.shape) +
+      return fail(error, "constant '" + name() + "' has an invalid shape " + shape_to_string(c.shape) +
                              "; constants need static dims");
     uint64_t bytes = 0;
     if (!tensor_bytes(c.shape, DataType::kFloat32, &bytes))
-      return fail(error, "constant '" + c.name + "' is too large");
+      return fail(error, "constant '" + name() + "' is too large");
     if (c.values.size() != bytes / 4)
-      return fail(error, "constant '" + c.name + "' of shape " + shape_to_string(c.shape) + " needs " +
+      return fail(error, "constant '" + name() + "' of shape " + shape_to_string(c.shape) + " needs " +
                              std::to_string(bytes / 4) + " values, got " + std::to_string(c.values.size()));
   }
   for (const Intermediate& t : m.intermediates)
-    if (element_size(t.dtype) == 0) return fail(error, "intermediate '" + t.name + "' has an unknown data type");
+    if (element_size(t.dtype) == 0)
+      return fail(error, "intermediate '" + escape_name(t.name) + "' has an unknown data type");
 
   if (m.profiles.empty()) return fail(error, "the engine has no optimization profiles; it needs at least one");
-  const size_t n_inputs = static_cast<size_t>(m.num_inputs());
   for (size_t p = 0; p < m.profiles.size(); ++p) {
     const std::string where = "profile " + std::to_string(p);
     if (m.profiles[p].size() != n_inputs)
@@ -102,35 +181,36 @@ bool validate_structure(const Model& m, std::string* error) {
     for (const TensorDesc& t : m.io) {
       if (!t.is_input) continue;
       const InputRange& r = m.profiles[p][k++];
+      const auto name = [&t] { return escape_name(t.name); };
       const Shape* bounds[] = {&r.min, &r.opt, &r.max};
       for (const Shape* b : bounds)
         if (b->rank != t.shape.rank || !valid_shape(*b, false))
-          return fail(error, where + ", input '" + t.name + "': bounds min " + shape_to_string(r.min) + " opt " +
+          return fail(error, where + ", input '" + name() + "': bounds min " + shape_to_string(r.min) + " opt " +
                                  shape_to_string(r.opt) + " max " + shape_to_string(r.max) +
                                  " must be static shapes of the declared rank " + std::to_string(t.shape.rank));
       for (int32_t d = 0; d < t.shape.rank; ++d) {
-        const std::string dim = where + ", input '" + t.name + "' dim " + std::to_string(d) + ": ";
+        const auto dim = [&, d] { return where + ", input '" + name() + "' dim " + std::to_string(d) + ": "; };
         if (t.shape.d[d] >= 0 &&
             (r.min.d[d] != t.shape.d[d] || r.opt.d[d] != t.shape.d[d] || r.max.d[d] != t.shape.d[d]))
-          return fail(error, dim + "declared static " + std::to_string(t.shape.d[d]) + " but the profile says min " +
+          return fail(error, dim() + "declared static " + std::to_string(t.shape.d[d]) + " but the profile says min " +
                                  std::to_string(r.min.d[d]) + " opt " + std::to_string(r.opt.d[d]) + " max " +
                                  std::to_string(r.max.d[d]));
         if (r.min.d[d] > r.opt.d[d] || r.opt.d[d] > r.max.d[d])
-          return fail(error, dim + "needs min <= opt <= max, got " + std::to_string(r.min.d[d]) +
+          return fail(error, dim() + "needs min <= opt <= max, got " + std::to_string(r.min.d[d]) +
                                  " <= " + std::to_string(r.opt.d[d]) + " <= " + std::to_string(r.max.d[d]));
       }
       uint64_t bytes = 0;
       if (!tensor_bytes(r.max, t.dtype, &bytes))
-        return fail(error, where + ", input '" + t.name + "': max shape " + shape_to_string(r.max) + " is too large");
+        return fail(error, where + ", input '" + name() + "': max shape " + shape_to_string(r.max) + " is too large");
     }
   }
 
   if (m.switch_cost_ns < 0 || m.switch_cost_ns > kMaxSwitchCostNs)
     return fail(error, "switch cost " + std::to_string(m.switch_cost_ns) + " ns is outside [0, " +
                            std::to_string(kMaxSwitchCostNs) + "]");
-  if (m.requested_device_memory > kMaxTensorBytes)
+  if (m.requested_device_memory > kMaxDeviceMemory)
     return fail(error, "device memory size " + std::to_string(m.requested_device_memory) + " is above the limit " +
-                           std::to_string(kMaxTensorBytes));
+                           std::to_string(kMaxDeviceMemory));
 
   // Producers: inputs and constants exist up front; ops write outputs and intermediates exactly once, in order.
   std::vector<bool> available(static_cast<size_t>(m.num_tensors()), false);
@@ -138,9 +218,12 @@ bool validate_structure(const Model& m, std::string* error) {
     available[static_cast<size_t>(id)] =
         m.is_constant(id) || (id < m.num_io() && m.io[static_cast<size_t>(id)].is_input);
   auto in_range = [&](int32_t id) { return id >= 0 && id < m.num_tensors(); };
+  // The kv_cache_update op that updates each IO input, so a second one is found without a scan.
+  std::vector<int32_t> updated_by;
   for (size_t k = 0; k < m.ops.size(); ++k) {
     const Op& op = m.ops[k];
-    const std::string where = "op #" + std::to_string(k) + " (" + to_string(op.kind) + ")";
+    // Spelled out only for a message, so validating many ops builds no strings.
+    const auto where = [&op, k] { return "op #" + std::to_string(k) + " (" + to_string(op.kind) + ")"; };
     switch (op.kind) {
       case OpKind::kEmbedding:
       case OpKind::kAdd:
@@ -152,55 +235,55 @@ bool validate_structure(const Model& m, std::string* error) {
       case OpKind::kCausalAttention:
         break;
       default:
-        return fail(error, where + " has an unknown kind");
+        return fail(error, where() + " has an unknown kind");
     }
     const int arity = operand_count(op.kind);
     const int32_t operands[] = {op.a, op.b, op.c, op.d};
-    if (!in_range(op.out)) return fail(error, where + " refers to a tensor that does not exist");
+    if (!in_range(op.out)) return fail(error, where() + " refers to a tensor that does not exist");
     for (int i = 0; i < 4; ++i)
       if (i < arity ? !in_range(operands[i]) : operands[i] != -1)
-        return fail(error, where + (i < arity ? " refers to a tensor that does not exist"
-                                              : " has operand " + std::to_string(i) + " set, but " +
-                                                    to_string(op.kind) + " takes " + std::to_string(arity)));
+        return fail(error, where() + (i < arity ? " refers to a tensor that does not exist"
+                                                : " has operand " + std::to_string(i) + " set, but " +
+                                                      to_string(op.kind) + " takes " + std::to_string(arity)));
     const bool writable =
         m.is_intermediate(op.out) || (op.out < m.num_io() && !m.io[static_cast<size_t>(op.out)].is_input);
     if (!writable)
-      return fail(error, where + " writes " + quoted(m, op.out) + ", which is not an output or intermediate");
+      return fail(error, where() + " writes " + quoted(m, op.out) + ", which is not an output or intermediate");
     if (available[static_cast<size_t>(op.out)])
-      return fail(error, where + " writes " + quoted(m, op.out) + ", which another op already wrote");
+      return fail(error, where() + " writes " + quoted(m, op.out) + ", which another op already wrote");
     for (int32_t operand : operands) {
       if (operand < 0) continue;
       if (!available[static_cast<size_t>(operand)])
-        return fail(error, where + " reads " + quoted(m, operand) + " before any op writes it");
+        return fail(error, where() + " reads " + quoted(m, operand) + " before any op writes it");
       if (operand < m.num_io() && m.io[static_cast<size_t>(operand)].is_shape_tensor)
-        return fail(error, where + " reads shape tensor " + quoted(m, operand) + "; ops cannot compute on those");
+        return fail(error, where() + " reads shape tensor " + quoted(m, operand) + "; ops cannot compute on those");
     }
-    const std::string expect = where + ": ";
+    const auto expect = [&where] { return where() + ": "; };
     switch (op.kind) {
       case OpKind::kEmbedding:
         if (m.tensor_dtype(op.a) != DataType::kInt64 && m.tensor_dtype(op.a) != DataType::kInt32)
-          return fail(error, expect + "ids " + quoted(m, op.a) + " must be int64 or int32, not " +
+          return fail(error, expect() + "ids " + quoted(m, op.a) + " must be int64 or int32, not " +
                                  to_string(m.tensor_dtype(op.a)));
         if (!m.is_constant(op.b) || m.constant(op.b).shape.rank != 2)
-          return fail(error, expect + "table " + quoted(m, op.b) + " must be a constant of shape [V, H]");
+          return fail(error, expect() + "table " + quoted(m, op.b) + " must be a constant of shape [V, H]");
         break;
       case OpKind::kAdd:
         if (!is_float_tensor(m, op.a) || !is_float_tensor(m, op.b))
-          return fail(error, expect + "operands " + quoted(m, op.a) + " and " + quoted(m, op.b) + " must be float32");
+          return fail(error, expect() + "operands " + quoted(m, op.a) + " and " + quoted(m, op.b) + " must be float32");
         break;
       case OpKind::kAddBias:
-        if (!is_float_tensor(m, op.a)) return fail(error, expect + "input " + quoted(m, op.a) + " must be float32");
+        if (!is_float_tensor(m, op.a)) return fail(error, expect() + "input " + quoted(m, op.a) + " must be float32");
         if (!m.is_constant(op.b) || m.constant(op.b).shape.rank != 1)
-          return fail(error, expect + "bias " + quoted(m, op.b) + " must be a constant of shape [H]");
+          return fail(error, expect() + "bias " + quoted(m, op.b) + " must be a constant of shape [H]");
         break;
       case OpKind::kScale:
-        if (!is_float_tensor(m, op.a)) return fail(error, expect + "input " + quoted(m, op.a) + " must be float32");
-        if (!std::isfinite(op.factor)) return fail(error, expect + "scale factor must be finite");
+        if (!is_float_tensor(m, op.a)) return fail(error, expect() + "input " + quoted(m, op.a) + " must be float32");
+        if (!std::isfinite(op.factor)) return fail(error, expect() + "scale factor must be finite");
         break;
       case OpKind::kMatMul:
-        if (!is_float_tensor(m, op.a)) return fail(error, expect + "input " + quoted(m, op.a) + " must be float32");
+        if (!is_float_tensor(m, op.a)) return fail(error, expect() + "input " + quoted(m, op.a) + " must be float32");
         if (!m.is_constant(op.b) || m.constant(op.b).shape.rank != 2)
-          return fail(error, expect + "weight " + quoted(m, op.b) + " must be a constant of shape [K, N]");
+          return fail(error, expect() + "weight " + quoted(m, op.b) + " must be a constant of shape [K, N]");
         break;
       case OpKind::kIdentity:
         break;
@@ -208,36 +291,38 @@ bool validate_structure(const Model& m, std::string* error) {
         const bool cache_is_input = op.a < m.num_io() && m.io[static_cast<size_t>(op.a)].is_input;
         const bool out_is_output = op.out < m.num_io() && !m.io[static_cast<size_t>(op.out)].is_input;
         if (!cache_is_input || !is_float_tensor(m, op.a))
-          return fail(error, expect + "cache " + quoted(m, op.a) + " must be a float32 engine input");
+          return fail(error, expect() + "cache " + quoted(m, op.a) + " must be a float32 engine input");
         if (!out_is_output)
-          return fail(error, expect + "its result " + quoted(m, op.out) +
+          return fail(error, expect() + "its result " + quoted(m, op.out) +
                                  " must be an engine output: it shares the cache input's memory");
         if (m.io[static_cast<size_t>(op.out)].shape != m.io[static_cast<size_t>(op.a)].shape)
-          return fail(error, expect + "output " + quoted(m, op.out) + " is declared " +
+          return fail(error, expect() + "output " + quoted(m, op.out) + " is declared " +
                                  shape_to_string(m.io[static_cast<size_t>(op.out)].shape) + " but the cache " +
                                  quoted(m, op.a) + " it aliases is " +
                                  shape_to_string(m.io[static_cast<size_t>(op.a)].shape));
-        for (size_t j = 0; j < k; ++j)
-          if (m.ops[j].kind == OpKind::kKvCacheUpdate && m.ops[j].a == op.a)
-            return fail(error, expect + "cache " + quoted(m, op.a) + " is already updated by op #" +
-                                   std::to_string(j) + "; an input is aliased by one output at most");
-        if (!is_float_tensor(m, op.b)) return fail(error, expect + "update " + quoted(m, op.b) + " must be float32");
+        if (updated_by.empty()) updated_by.assign(m.io.size(), -1);
+        int32_t& updater = updated_by[static_cast<size_t>(op.a)];
+        if (updater >= 0)
+          return fail(error, expect() + "cache " + quoted(m, op.a) + " is already updated by op #" +
+                                 std::to_string(updater) + "; an input is aliased by one output at most");
+        updater = static_cast<int32_t>(k);
+        if (!is_float_tensor(m, op.b)) return fail(error, expect() + "update " + quoted(m, op.b) + " must be float32");
         if (!is_index_tensor(m, op.c))
-          return fail(error, expect + "write indices " + quoted(m, op.c) + " must be int32 or int64");
+          return fail(error, expect() + "write indices " + quoted(m, op.c) + " must be int32 or int64");
         break;
       }
       case OpKind::kCausalAttention:
         if (!is_float_tensor(m, op.a) || !is_float_tensor(m, op.b) || !is_float_tensor(m, op.c))
-          return fail(error, expect + "queries " + quoted(m, op.a) + ", keys " + quoted(m, op.b) + " and values " +
+          return fail(error, expect() + "queries " + quoted(m, op.a) + ", keys " + quoted(m, op.b) + " and values " +
                                  quoted(m, op.c) + " must be float32");
         if (!is_index_tensor(m, op.d))
-          return fail(error, expect + "positions " + quoted(m, op.d) + " must be int32 or int64");
-        if (!std::isfinite(op.factor)) return fail(error, expect + "scale factor must be finite");
+          return fail(error, expect() + "positions " + quoted(m, op.d) + " must be int32 or int64");
+        if (!std::isfinite(op.factor)) return fail(error, expect() + "scale factor must be finite");
         break;
     }
     const DataType produced = op.kind == OpKind::kIdentity ? m.tensor_dtype(op.a) : DataType::kFloat32;
     if (m.tensor_dtype(op.out) != produced)
-      return fail(error, where + " produces " + to_string(produced) + " but " + quoted(m, op.out) + " is " +
+      return fail(error, where() + " produces " + to_string(produced) + " but " + quoted(m, op.out) + " is " +
                              to_string(m.tensor_dtype(op.out)));
     available[static_cast<size_t>(op.out)] = true;
   }
@@ -273,6 +358,8 @@ const char* to_string(OpKind kind) {
 }
 
 int32_t Model::aliased_input(int32_t io_index) const {
+  if (io_alias.size() == io.size())
+    return io_index >= 0 && io_index < num_io() ? io_alias[static_cast<size_t>(io_index)] : -1;
   for (const Op& op : ops)
     if (op.kind == OpKind::kKvCacheUpdate && op.out == io_index) return op.a;
   return -1;
@@ -292,9 +379,27 @@ int32_t Model::num_inputs() const {
 
 int32_t Model::find_io(const char* name) const {
   if (name == nullptr) return -1;
-  for (size_t i = 0; i < io.size(); ++i)
-    if (io[i].name == name) return static_cast<int32_t>(i);
-  return -1;
+  if (io_by_name.size() != io.size() || io.size() <= 16) {
+    for (size_t i = 0; i < io.size(); ++i)
+      if (io[i].name == name) return static_cast<int32_t>(i);
+    return -1;
+  }
+  const std::string_view key(name);
+  const auto it = std::lower_bound(io_by_name.begin(), io_by_name.end(), key, [this](int32_t i, std::string_view k) {
+    return std::string_view(io[static_cast<size_t>(i)].name) < k;
+  });
+  return it != io_by_name.end() && io[static_cast<size_t>(*it)].name == key ? *it : -1;
+}
+
+void Model::build_indexes() {
+  io_by_name.resize(io.size());
+  for (size_t i = 0; i < io.size(); ++i) io_by_name[i] = static_cast<int32_t>(i);
+  std::sort(io_by_name.begin(), io_by_name.end(),
+            [this](int32_t a, int32_t b) { return io[static_cast<size_t>(a)].name < io[static_cast<size_t>(b)].name; });
+  io_alias.assign(io.size(), -1);
+  for (const Op& op : ops)
+    if (op.kind == OpKind::kKvCacheUpdate && op.out >= 0 && op.out < num_io())
+      io_alias[static_cast<size_t>(op.out)] = op.a;
 }
 
 std::vector<int32_t> Model::input_ordinals() const {
@@ -315,6 +420,32 @@ DataType Model::tensor_dtype(int32_t id) const {
   if (id < num_io()) return io[static_cast<size_t>(id)].dtype;
   if (is_constant(id)) return DataType::kFloat32;
   return intermediates[static_cast<size_t>(id - intermediate_id(0))].dtype;
+}
+
+std::string escape_name(const std::string& name) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(name.size());
+  const auto* p = reinterpret_cast<const unsigned char*>(name.data());
+  for (size_t i = 0; i < name.size();) {
+    const unsigned char c = p[i];
+    if (c == '\\') {
+      out += "\\\\";
+      ++i;
+      continue;
+    }
+    const size_t n = c < 0x20 || c == 0x7F ? 0 : utf8_sequence_length(p + i, name.size() - i);
+    if (n == 0) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+      ++i;
+    } else {
+      out.append(name, i, n);
+      i += n;
+    }
+  }
+  return out;
 }
 
 std::string shape_to_string(const Shape& shape) {
@@ -422,6 +553,7 @@ bool infer_shapes(const Model& m, Span<Shape> shapes, std::string* error) {
 
 bool validate(const Model& m, std::string* error) {
   if (!validate_structure(m, error)) return false;
+  // Profiles' shapes are checked below; the scratch memory they imply is checked last (plan_memory).
   std::vector<Shape> shapes(static_cast<size_t>(m.num_tensors()));
   for (size_t p = 0; p < m.profiles.size(); ++p) {
     const char* kWhich[] = {"min", "opt", "max"};
@@ -436,7 +568,9 @@ bool validate(const Model& m, std::string* error) {
         return fail(error, "profile " + std::to_string(p) + " (" + kWhich[w] + " shapes): " + why);
     }
   }
-  return true;
+  // The scratch a context would allocate, refused here rather than when a context tries to allocate it.
+  MemoryPlan plan;
+  return plan_memory(m, &plan, error);
 }
 
 bool plan_memory(const Model& m, MemoryPlan* plan, std::string* error) {
@@ -450,8 +584,8 @@ bool plan_memory(const Model& m, MemoryPlan* plan, std::string* error) {
     for (size_t i = 0; i < m.intermediates.size(); ++i) {
       uint64_t bytes = 0;
       if (!tensor_bytes(shapes[static_cast<size_t>(m.intermediate_id(i))], m.intermediates[i].dtype, &bytes))
-        return fail(error,
-                    "intermediate '" + m.intermediates[i].name + "' is too large under profile " + std::to_string(p));
+        return fail(error, "intermediate '" + escape_name(m.intermediates[i].name) + "' is too large under profile " +
+                               std::to_string(p));
       if (bytes > need[i]) need[i] = bytes;
     }
   }
@@ -460,7 +594,9 @@ bool plan_memory(const Model& m, MemoryPlan* plan, std::string* error) {
   for (size_t i = 0; i < need.size(); ++i) {
     plan->intermediate_offsets[i] = offset;
     offset += (need[i] + kScratchAlignment - 1) / kScratchAlignment * kScratchAlignment;
-    if (offset > kMaxTensorBytes) return fail(error, "the intermediates need more scratch memory than the limit");
+    if (offset > kMaxDeviceMemory)
+      return fail(error, "the intermediates need more than " + std::to_string(kMaxDeviceMemory) +
+                             " bytes of scratch memory, the limit");
   }
   plan->intermediate_bytes = offset;
   plan->device_memory_size = offset > m.requested_device_memory ? offset : m.requested_device_memory;

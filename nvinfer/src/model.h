@@ -60,7 +60,8 @@ struct InputRange {
   Shape min, opt, max;
 };
 
-struct Model {
+// Exported (like validate() and the format functions) for the format tests and the load benchmark; not API.
+struct ETRT_GPUFREE_API Model {
   std::string label;
   std::vector<TensorDesc> io;
   std::vector<Constant> constants;
@@ -77,12 +78,19 @@ struct Model {
   // Built with weight streaming: every constant is a streamable weight (getStreamableWeightsSize > 0).
   bool streamable_weights = false;
 
+  // Lookup indexes built by build_indexes() (deserialize_model calls it), so that name lookups and
+  // getAliasedInputTensor stay cheap on engines with many IO tensors and ops. Indices, not pointers, so copies of
+  // the model stay correct; when their size differs from io's, the lookups scan instead.
+  std::vector<int32_t> io_by_name;  // IO indices sorted by name
+  std::vector<int32_t> io_alias;    // per IO tensor, aliased_input()
+
   int32_t num_io() const { return static_cast<int32_t>(io.size()); }
   int32_t num_inputs() const;
   // io_index -> k for inputs, -1 for outputs.
   std::vector<int32_t> input_ordinals() const;
-  // The IO index of the tensor named `name`, or -1 (also for null).
+  // The IO index of the tensor named `name`, or -1 (also for null). Allocates nothing.
   int32_t find_io(const char* name) const;
+  void build_indexes();
   int32_t num_tensors() const { return static_cast<int32_t>(io.size() + constants.size() + intermediates.size()); }
   int32_t constant_id(size_t i) const { return static_cast<int32_t>(io.size() + i); }
   int32_t intermediate_id(size_t i) const { return static_cast<int32_t>(io.size() + constants.size() + i); }
@@ -97,10 +105,25 @@ struct Model {
   DataType tensor_dtype(int32_t id) const;
 };
 
-// Bounds that keep a crafted blob from asking for absurd work or memory.
+// Bounds that keep a crafted blob from asking for absurd work or memory (docs/limits.md says why each is far above
+// any real engine). The decoder checks every count against them before allocating anything sized by it, and
+// validate() holds built engines to the same numbers. python/etrt/reference_engine.py mirrors them.
 inline constexpr int64_t kMaxDim = (int64_t{1} << 31) - 1;
-inline constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 40;
-inline constexpr int64_t kMaxSwitchCostNs = 10'000'000'000;  // 10 s
+inline constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 40;  // one IO tensor at a profile's max shapes
+inline constexpr int64_t kMaxSwitchCostNs = 10'000'000'000;     // 10 s
+inline constexpr size_t kMaxIoTensors = 16384;
+inline constexpr size_t kMaxConstants = 65536;
+inline constexpr size_t kMaxIntermediates = 65536;
+inline constexpr size_t kMaxOps = 65536;
+inline constexpr size_t kMaxProfiles = 256;
+// profiles x inputs: the size of the profile table (each entry is three shapes).
+inline constexpr size_t kMaxProfileEntries = 65536;
+// profiles x ops: validation infers every op's shapes at each profile's min, opt and max shapes.
+inline constexpr size_t kMaxShapeInferenceWork = size_t{1} << 16;
+// Bytes of a label or tensor name.
+inline constexpr size_t kMaxNameLength = 4096;
+// Scratch memory (device_memory_size(): the requested size and the intermediates' plan): 64 GiB.
+inline constexpr uint64_t kMaxDeviceMemory = uint64_t{64} << 30;
 // Scratch memory and every intermediate inside it are aligned like cudaMalloc's.
 inline constexpr uint64_t kScratchAlignment = 256;
 // What setTensorAddress requires of I/O addresses (TensorRT's documented rule).
@@ -114,7 +137,7 @@ struct MemoryPlan {
 };
 
 // Every structural and shape rule; on failure says which, naming tensors and numbers.
-bool validate(const Model& model, std::string* error);
+ETRT_GPUFREE_API bool validate(const Model& model, std::string* error);
 
 // Shapes of every tensor (indexed by tensor id) given the IO input shapes in
 // `shapes` (slots of inputs filled, everything else overwritten). Fails when
@@ -122,7 +145,11 @@ bool validate(const Model& model, std::string* error);
 bool infer_shapes(const Model& model, Span<Shape> shapes, std::string* error);
 
 // Requires a validated model.
-bool plan_memory(const Model& model, MemoryPlan* plan, std::string* error);
+ETRT_GPUFREE_API bool plan_memory(const Model& model, MemoryPlan* plan, std::string* error);
+
+// A name as error messages quote it: control characters, DEL, backslash and bytes that are not UTF-8 as \xNN
+// (backslash as \\), so a message never carries a NUL that would cut it short or raw binary.
+ETRT_GPUFREE_API std::string escape_name(const std::string& name);
 
 // numel * element size with overflow and kMaxTensorBytes checks; false if dynamic or too large.
 bool tensor_bytes(const Shape& shape, DataType dtype, uint64_t* bytes);

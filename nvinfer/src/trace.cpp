@@ -1,7 +1,7 @@
 #include "etrt_gpufree/trace.h"
 
 #include <atomic>
-#include <deque>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -12,10 +12,34 @@ namespace etrt::gpufree {
 
 namespace detail {
 
+// Bounded per label: at most kMaxTraceEvents events, and at most kMaxEventsKeptAcrossReloads of those from before
+// the label last had no engine alive (see trace.h). The record itself stays for the life of the process, since
+// engines and their contexts hold its address; released, it holds no heap memory besides its label.
 struct TraceRecord {
   std::mutex mutex;
-  std::deque<TraceEvent> events;
+  // A ring: the oldest event is events[head] once the ring is full; a vector, so that release() frees it entirely.
+  std::vector<TraceEvent> events;
+  size_t head = 0;
   TraceCounters counters;
+  // Engines loaded under this label and not yet destroyed (as far as the trace saw them go).
+  int64_t live_engines = 0;
+  // Its place in the sink's list of retired records, while it is one (no live engine, events kept).
+  bool retired = false;
+  std::list<TraceRecord*>::iterator retired_at;
+
+  // Keeps the newest `keep` events, in a vector of exactly that capacity.
+  void trim(size_t keep) {
+    if (events.size() <= keep && head == 0 && events.capacity() == events.size()) return;
+    const size_t n = events.size() < keep ? events.size() : keep;
+    std::vector<TraceEvent> newest;
+    newest.reserve(n);
+    for (size_t i = events.size() - n; i < events.size(); ++i)
+      newest.push_back(std::move(events[(head + i) % events.size()]));
+    counters.dropped_events += static_cast<int64_t>(events.size() - n);
+    events.swap(newest);
+    head = 0;
+  }
+  void release() { trim(0); }
 };
 
 }  // namespace detail
@@ -31,6 +55,9 @@ struct Sink {
   std::mutex mutex;
   // unique_ptr keeps each record's address stable for the engines holding it.
   std::map<std::string, std::unique_ptr<TraceRecord>> records;
+  // Records whose engines are all destroyed and that still hold events, oldest retirement first. Past
+  // kMaxRetiredTraces the oldest one's events are released.
+  std::list<TraceRecord*> retired;
 };
 
 // Leaked on purpose: engines destroyed during static destruction (a Module held by a static) still record.
@@ -44,6 +71,30 @@ TraceRecord* find(const std::string& label) {
   std::lock_guard<std::mutex> lock(s.mutex);
   auto it = s.records.find(label);
   return it == s.records.end() ? nullptr : it->second.get();
+}
+
+// Holding the sink's lock and the record's.
+void unretire(Sink& s, TraceRecord& r) {
+  if (!r.retired) return;
+  s.retired.erase(r.retired_at);
+  r.retired = false;
+}
+
+// Holding the sink's lock, not the record's (it takes the records' locks itself).
+void retire(Sink& s, TraceRecord* r) {
+  {
+    std::lock_guard<std::mutex> lock(r->mutex);
+    if (r->live_engines > 0 || r->retired || r->events.empty()) return;
+    r->retired = true;
+    r->retired_at = s.retired.insert(s.retired.end(), r);
+  }
+  while (s.retired.size() > kMaxRetiredTraces) {
+    TraceRecord* oldest = s.retired.front();
+    s.retired.pop_front();
+    std::lock_guard<std::mutex> lock(oldest->mutex);
+    oldest->retired = false;
+    oldest->release();
+  }
 }
 
 void count(TraceCounters& c, const TraceEvent& e) {
@@ -79,19 +130,34 @@ TraceRecord* trace_record(const std::string& label) {
   std::lock_guard<std::mutex> lock(s.mutex);
   std::unique_ptr<TraceRecord>& r = s.records[label];
   if (!r) r = std::make_unique<TraceRecord>();
+  std::lock_guard<std::mutex> record_lock(r->mutex);
+  // The first engine of a new generation: of the events of the engines before it, all destroyed, the newest few stay.
+  if (r->live_engines == 0) r->trim(kMaxEventsKeptAcrossReloads);
+  unretire(s, *r);
+  ++r->live_engines;
   return r.get();
 }
 
 void record(TraceRecord* r, TraceEvent event) {
-  std::lock_guard<std::mutex> lock(r->mutex);
-  // Numbered under the record's lock so one label's events are in sequence order.
-  event.sequence = g_sequence.fetch_add(1, std::memory_order_relaxed) + 1;
-  count(r->counters, event);
-  if (r->events.size() >= kMaxTraceEvents) {
-    r->events.pop_front();
-    ++r->counters.dropped_events;
+  const bool engine_gone = event.kind == TraceKind::kDestroyEngine;
+  {
+    std::lock_guard<std::mutex> lock(r->mutex);
+    // Numbered under the record's lock so one label's events are in sequence order.
+    event.sequence = g_sequence.fetch_add(1, std::memory_order_relaxed) + 1;
+    count(r->counters, event);
+    if (r->events.size() < kMaxTraceEvents) {
+      r->events.push_back(std::move(event));
+    } else {
+      r->events[r->head] = std::move(event);
+      r->head = (r->head + 1) % kMaxTraceEvents;
+      ++r->counters.dropped_events;
+    }
+    if (engine_gone && r->live_engines > 0) --r->live_engines;
+    if (!engine_gone || r->live_engines > 0) return;
   }
-  r->events.push_back(std::move(event));
+  Sink& s = sink();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  retire(s, r);
 }
 
 }  // namespace detail
@@ -126,7 +192,12 @@ std::vector<TraceEvent> trace_events(const std::string& label) {
   TraceRecord* r = find(label);
   if (r == nullptr) return {};
   std::lock_guard<std::mutex> lock(r->mutex);
-  return std::vector<TraceEvent>(r->events.begin(), r->events.end());
+  std::vector<TraceEvent> out;
+  out.reserve(r->events.size());
+  const auto head = static_cast<std::ptrdiff_t>(r->head);
+  out.insert(out.end(), r->events.begin() + head, r->events.end());
+  out.insert(out.end(), r->events.begin(), r->events.begin() + head);
+  return out;
 }
 
 TraceCounters trace_counters(const std::string& label) {
@@ -141,21 +212,43 @@ int64_t count_enqueues(const std::string& label) { return trace_counters(label).
 int32_t last_enqueue_profile(const std::string& label) { return trace_counters(label).last_enqueue_profile; }
 
 void clear_trace(const std::string& label) {
-  TraceRecord* r = find(label);
-  if (r == nullptr) return;
-  std::lock_guard<std::mutex> lock(r->mutex);
-  r->events.clear();
-  r->counters = TraceCounters{};
+  Sink& s = sink();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.records.find(label);
+  if (it == s.records.end()) return;
+  TraceRecord& r = *it->second;
+  std::lock_guard<std::mutex> record_lock(r.mutex);
+  unretire(s, r);
+  std::vector<TraceEvent>().swap(r.events);
+  r.head = 0;
+  r.counters = TraceCounters{};
 }
 
 void clear_all_traces() {
   Sink& s = sink();
   std::lock_guard<std::mutex> lock(s.mutex);
+  s.retired.clear();
   for (auto& entry : s.records) {
-    std::lock_guard<std::mutex> record_lock(entry.second->mutex);
-    entry.second->events.clear();
-    entry.second->counters = TraceCounters{};
+    TraceRecord& r = *entry.second;
+    std::lock_guard<std::mutex> record_lock(r.mutex);
+    r.retired = false;
+    std::vector<TraceEvent>().swap(r.events);
+    r.head = 0;
+    r.counters = TraceCounters{};
   }
+}
+
+size_t trace_memory_bytes() {
+  Sink& s = sink();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  size_t bytes = 0;
+  for (auto& entry : s.records) {
+    TraceRecord& r = *entry.second;
+    std::lock_guard<std::mutex> record_lock(r.mutex);
+    bytes += sizeof(TraceRecord) + entry.first.capacity() + r.events.capacity() * sizeof(TraceEvent);
+    for (const TraceEvent& e : r.events) bytes += e.error.capacity() + e.input_shapes.capacity() * sizeof(Shape);
+  }
+  return bytes;
 }
 
 void set_tracing_enabled(bool enabled) { g_enabled.store(enabled, std::memory_order_relaxed); }

@@ -12,6 +12,13 @@ Pure Python, no PyTorch. Submodules:
 * :mod:`etrt.reference_engine` -- reads etrt's GPU-free reference engines
   (format v2: IO, profiles, flags, op table, in-place aliases).
 * :mod:`etrt.cli` -- ``etrt inspect | validate | pack`` (also ``python -m etrt``).
+* :mod:`etrt.engine_builder` -- writes engines of the GPU-free NvInfer implementation.
+* :mod:`etrt.runtime` -- runs ``.pte`` files through ExecuTorch's Python runtime
+  with etrt's native library, with profile guards, reports and load options
+  (``etrt.profile(1)``, ``etrt.automatic()``, ``etrt.report()``, ...; needs the
+  package installed with ``pip install ./python``, see docs/python.md).
+* :mod:`etrt.native` -- where the installed native library and its CMake
+  package are, and what they were built against.
 
 The names of :mod:`etrt.pte` are also available here (``etrt.Program``,
 ``etrt.read_pte``, ...), loaded on first use so that ``python -m etrt.pte``
@@ -29,6 +36,13 @@ _PTE_NAMES = frozenset({
 
 _VALIDATE_NAMES = frozenset({"validate_program", "check_program"})
 
+# etrt.runtime's names: the first use loads the native runtime (and ExecuTorch's Python runtime, and torch).
+_RUNTIME_NAMES = frozenset({
+    "ExecutionError", "ExecutionRecord", "ProfileRequest", "Report", "automatic", "clear_default_load_options",
+    "clear_last_error", "counters", "current_request", "default_load_options", "execute", "has_last_error",
+    "last_error_message", "load_options", "profile", "report", "set_default_load_options",
+})
+
 
 def __getattr__(name):  # PEP 562: lazy re-exports
     if name in _PTE_NAMES:
@@ -37,6 +51,9 @@ def __getattr__(name):  # PEP 562: lazy re-exports
     if name in _VALIDATE_NAMES:
         from . import validate
         return getattr(validate, name)
+    if name in _RUNTIME_NAMES:
+        from . import runtime
+        return getattr(runtime, name)
     if name == "Signature":
         from .signature import Signature
         return Signature
@@ -44,4 +61,4 @@ def __getattr__(name):  # PEP 562: lazy re-exports
 
 
 def __dir__():
-    return sorted(list(globals()) + list(_PTE_NAMES) + list(_VALIDATE_NAMES) + ["Signature"])
+    return sorted(list(globals()) + list(_PTE_NAMES) + list(_VALIDATE_NAMES) + list(_RUNTIME_NAMES) + ["Signature"])

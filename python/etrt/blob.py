@@ -20,6 +20,7 @@ See ``docs/blob-format.md``.
 from __future__ import annotations
 
 import json
+import re
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
@@ -63,6 +64,16 @@ ALIAS_KIND_USER = "user"
 ALIAS_KINDS = (ALIAS_KIND_KV_CACHE_UPDATE, ALIAS_KIND_USER)
 # TensorRT's Dims holds at most 8 dimensions.
 MAX_SIGNATURE_RANK = 8
+# Upper limits (src/blob/metadata.h and blob.h, docs/limits.md): far above any
+# real engine. The reader checks each count before it builds anything sized by
+# it; validate_metadata holds written metadata to the same numbers.
+MAX_METADATA_SIZE = 16 * 2**20
+MAX_IO_BINDINGS = 16384  # io_bindings entries, and profile_signature.inputs
+MAX_ALIASES = 16384
+MAX_PROFILES = 256  # profile_signature.num_profiles
+MAX_SYMBOLIC_DIMS = 8 * MAX_IO_BINDINGS
+MAX_PROFILE_ENTRIES = 65536  # signature inputs x profiles, symbolic dims x profiles
+MAX_NAME_LENGTH = 4096  # bytes of a binding name or dtype, alias output/input/kind, signature names
 
 _INT64 = (-(2**63), 2**63 - 1)
 _INT32 = (-(2**31), 2**31 - 1)
@@ -234,6 +245,28 @@ def _fail(message: str) -> BlobError:
     return BlobError("TensorRT blob: " + message)
 
 
+def escape_name(name: str) -> str:
+    r"""A name as messages quote it, as the C++ reader does: control
+    characters and DEL as ``\xNN``, a backslash as ``\\``."""
+    if all(0x20 <= ord(c) < 0x7F and c != "\\" for c in name):
+        return name
+    return "".join("\\\\" if c == "\\" else f"\\x{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7F else c
+                   for c in name)
+
+
+def _quoted(name: str) -> str:
+    return f"'{escape_name(name)}'"
+
+
+def _too_many_entries(path: str, n: int, limit: int) -> BlobError:
+    return _fail(f"metadata field '{path}' has {n} entries, above the limit of {limit}; re-export the model")
+
+
+def _too_many_profile_entries(what: str, n: int, profiles: int) -> BlobError:
+    return _fail(f"profile_signature has {n} {what} x {profiles} profiles = {n * profiles} entries, above the limit "
+                 f"of {MAX_PROFILE_ENTRIES}; re-export the model")
+
+
 def _type_name(v: Any) -> str:
     if v is None:
         return "null"
@@ -304,13 +337,32 @@ class _Decoder:
             raise self.wrong_type(path, "an array", v)
         return [self.int64(x, f"{path}[{i}]") for i, x in enumerate(v)]
 
-    def array(self, read):
+    def array(self, read, limit: Optional[int] = None):
+        """Refuses more than ``limit`` entries before building any."""
+
         def read_array(v: Any, path: str) -> list:
             if not isinstance(v, list):
                 raise self.wrong_type(path, "an array", v)
+            if limit is not None and len(v) > limit:
+                raise _too_many_entries(path, len(v), limit)
             return [read(x, f"{path}[{i}]") for i, x in enumerate(v)]
 
         return read_array
+
+    # Entries of the signature's inputs and symbolic_dims arrays, for the table-size limits.
+    signature_inputs = 0
+    symbolic_dims = 0
+
+    def per_profile(self, o: Dict[str, Any], key: str, prefix: str, rows: int, what: str, read) -> list:
+        """A per-profile array (an input's profiles, a symbolic dim's ranges) of
+        one of ``rows`` rows: at most MAX_PROFILES entries, and rows x entries
+        at most MAX_PROFILE_ENTRIES, checked before anything is built for it."""
+        if key not in o:
+            raise _fail(f"metadata has no '{prefix}{key}'; re-export the model")
+        v = o[key]
+        if isinstance(v, list) and len(v) <= MAX_PROFILES and rows * len(v) > MAX_PROFILE_ENTRIES:
+            raise _too_many_profile_entries(what, rows, len(v))
+        return self.array(read, MAX_PROFILES)(v, prefix + key)
 
     def obj(self, v: Any, path: str) -> Dict[str, Any]:
         if not isinstance(v, dict):
@@ -348,7 +400,7 @@ class _Decoder:
         o, p = self.obj(v, path), path + "."
         return SignatureInput(
             name=self.get(o, "name", p, self.string),
-            profiles=self.get(o, "profiles", p, self.array(self.bounds)),
+            profiles=self.per_profile(o, "profiles", p, self.signature_inputs, "inputs", self.bounds),
         )
 
     def range_(self, v: Any, path: str) -> Tuple[int, int]:
@@ -367,15 +419,17 @@ class _Decoder:
             name=self.get(o, "name", p, self.string),
             input=self.get(o, "input", p, self.string),
             dim=self.get(o, "dim", p, self.int32),
-            ranges=self.get(o, "ranges", p, self.array(self.range_)),
+            ranges=self.per_profile(o, "ranges", p, self.symbolic_dims, "symbolic dims", self.range_),
         )
 
     def signature(self, v: Any, path: str) -> ProfileSignature:
         o, p = self.obj(v, path), path + "."
+        self.signature_inputs = len(o["inputs"]) if isinstance(o.get("inputs"), list) else 0
+        self.symbolic_dims = len(o["symbolic_dims"]) if isinstance(o.get("symbolic_dims"), list) else 0
         return ProfileSignature(
             num_profiles=self.get(o, "num_profiles", p, self.int32),
-            inputs=self.get(o, "inputs", p, self.array(self.signature_input)),
-            symbolic_dims=self.get(o, "symbolic_dims", p, self.array(self.symbolic_dim), list),
+            inputs=self.get(o, "inputs", p, self.array(self.signature_input, MAX_IO_BINDINGS)),
+            symbolic_dims=self.get(o, "symbolic_dims", p, self.array(self.symbolic_dim, MAX_SYMBOLIC_DIMS), list),
         )
 
     def metadata(self, doc: Any) -> Metadata:
@@ -384,8 +438,8 @@ class _Decoder:
         if not isinstance(doc, dict):
             raise _fail(f"metadata must be a JSON object, got {_type_name(doc)}; re-export the model")
         m = Metadata(
-            io_bindings=self.get(doc, "io_bindings", "", self.array(self.binding)),
-            aliased_io=self.get(doc, "aliased_io", "", self.array(self.alias), list),
+            io_bindings=self.get(doc, "io_bindings", "", self.array(self.binding, MAX_IO_BINDINGS)),
+            aliased_io=self.get(doc, "aliased_io", "", self.array(self.alias, MAX_ALIASES), list),
             hardware_compatible=self.get(doc, "hardware_compatible", "", self.boolean, False),
             device_id=self.get(doc, "device_id", "", self.int64, 0),
             serialized_metadata=self.get(doc, "serialized_metadata", "", self.string, ""),
@@ -396,42 +450,86 @@ class _Decoder:
         return m
 
 
-def _find_binding(m: Metadata, name: str) -> Optional[IoBinding]:
-    return next((b for b in m.io_bindings if b.name == name), None)
+def _validate_limits(m: Metadata) -> None:
+    if len(m.io_bindings) > MAX_IO_BINDINGS:
+        raise _too_many_entries("io_bindings", len(m.io_bindings), MAX_IO_BINDINGS)
+    if len(m.aliased_io) > MAX_ALIASES:
+        raise _too_many_entries("aliased_io", len(m.aliased_io), MAX_ALIASES)
+    sig = m.profile_signature
+    if sig is None:
+        return
+    if len(sig.inputs) > MAX_IO_BINDINGS:
+        raise _too_many_entries("profile_signature.inputs", len(sig.inputs), MAX_IO_BINDINGS)
+    if len(sig.symbolic_dims) > MAX_SYMBOLIC_DIMS:
+        raise _too_many_entries("profile_signature.symbolic_dims", len(sig.symbolic_dims), MAX_SYMBOLIC_DIMS)
 
 
-def _validate_bindings(m: Metadata) -> None:
-    # Inputs and outputs may interleave: the delegate's arguments are the
-    # inputs in their listed order, then the outputs in theirs (arguments()).
+def _validate_name_lengths(m: Metadata) -> None:
+    """Name-like strings in the order the JSON holds them (UTF-8 was checked as they were read)."""
+    def check(value: str, path: str) -> None:
+        n = len(value.encode("utf-8", "surrogatepass"))
+        if n > MAX_NAME_LENGTH:
+            raise _fail(f"{path} is {n} bytes long, above the limit of {MAX_NAME_LENGTH}; re-export the model")
+
+    for i, b in enumerate(m.io_bindings):
+        check(b.name, f"io_bindings[{i}].name")
+        check(b.dtype, f"io_bindings[{i}].dtype")
+    for i, a in enumerate(m.aliased_io):
+        check(a.output, f"aliased_io[{i}].output")
+        check(a.input, f"aliased_io[{i}].input")
+        check(a.kind, f"aliased_io[{i}].kind")
+    sig = m.profile_signature
+    if sig is None:
+        return
+    for i, inp in enumerate(sig.inputs):
+        check(inp.name, f"profile_signature.inputs[{i}].name")
+    for i, s in enumerate(sig.symbolic_dims):
+        check(s.name, f"profile_signature.symbolic_dims[{i}].name")
+        check(s.input, f"profile_signature.symbolic_dims[{i}].input")
+
+
+def _validate_bindings(m: Metadata) -> Dict[str, IoBinding]:
+    """Names to bindings (every later lookup is O(1)). Inputs and outputs may
+    interleave: the delegate's arguments are the inputs in their listed order,
+    then the outputs in theirs (arguments())."""
     seen: Dict[str, int] = {}
+    by_name: Dict[str, IoBinding] = {}
     for i, b in enumerate(m.io_bindings):
         if not b.name:
             raise _fail(
                 f"io_bindings[{i}].name is empty; every engine input and output needs its TensorRT tensor name, "
                 "re-export the model"
             )
+        if "\x00" in b.name:
+            raise _fail(
+                f"io_bindings[{i}].name {_quoted(b.name)} contains a NUL byte; TensorRT tensor names are C strings, "
+                "so no engine tensor has this name, re-export the model"
+            )
         if b.name in seen:
             raise _fail(
-                f"io_bindings[{seen[b.name]}] and io_bindings[{i}] are both named '{b.name}'; "
+                f"io_bindings[{seen[b.name]}] and io_bindings[{i}] are both named {_quoted(b.name)}; "
                 "binding names must be unique, re-export the model"
             )
         seen[b.name] = i
+        by_name[b.name] = b
+    return by_name
 
 
-def _validate_aliases(m: Metadata) -> None:
+def _validate_aliases(m: Metadata, by_name: Dict[str, IoBinding]) -> None:
     seen: Dict[str, int] = {}
     for i, a in enumerate(m.aliased_io):
-        out = _find_binding(m, a.output)
+        out = by_name.get(a.output)
         if out is None or out.is_input:
-            raise _fail(f"aliased_io[{i}].output '{a.output}' is not an output in io_bindings; re-export the model")
-        inp = _find_binding(m, a.input)
+            raise _fail(f"aliased_io[{i}].output {_quoted(a.output)} is not an output in io_bindings; re-export the "
+                        "model")
+        inp = by_name.get(a.input)
         if inp is None or not inp.is_input:
-            raise _fail(f"aliased_io[{i}].input '{a.input}' is not an input in io_bindings; re-export the model")
+            raise _fail(f"aliased_io[{i}].input {_quoted(a.input)} is not an input in io_bindings; re-export the model")
         if not a.kind:
             raise _fail(f"aliased_io[{i}].kind is empty; use '{ALIAS_KIND_KV_CACHE_UPDATE}' or '{ALIAS_KIND_USER}'")
         if a.output in seen:
             raise _fail(
-                f"aliased_io[{seen[a.output]}] and aliased_io[{i}] both alias output '{a.output}'; "
+                f"aliased_io[{seen[a.output]}] and aliased_io[{i}] both alias output {_quoted(a.output)}; "
                 "an output aliases one input at most, re-export the model"
             )
         seen[a.output] = i
@@ -439,7 +537,7 @@ def _validate_aliases(m: Metadata) -> None:
 
 def _validate_signature_input(sig: ProfileSignature, i: int) -> None:
     inp = sig.inputs[i]
-    what = f"profile_signature.inputs[{i}] '{inp.name}'"
+    what = f"profile_signature.inputs[{i}] {_quoted(inp.name)}"
     if len(inp.profiles) != sig.num_profiles:
         raise _fail(
             f"{what} has {len(inp.profiles)} profiles but num_profiles is {sig.num_profiles}; re-export the model"
@@ -466,68 +564,84 @@ def _validate_signature_input(sig: ProfileSignature, i: int) -> None:
                 )
 
 
-def _validate_symbolic_dim(m: Metadata, i: int) -> None:
+def _validate_symbolic_dim(m: Metadata, by_name: Dict[str, IoBinding], described: Dict[str, SignatureInput],
+                           dims: Dict[Tuple[str, int], int], i: int) -> None:
     sig = m.profile_signature
     s = sig.symbolic_dims[i]
     path = f"profile_signature.symbolic_dims[{i}]"
     if not s.name:
         raise _fail(f"{path}.name is empty; re-export the model")
-    what = f"{path} '{s.name}'"
-    binding = _find_binding(m, s.input)
+    what = f"{path} {_quoted(s.name)}"
+    binding = by_name.get(s.input)
     if binding is None or not binding.is_input:
-        raise _fail(f"{what} refers to '{s.input}', which is not an input in io_bindings; re-export the model")
-    described = next((x for x in sig.inputs if x.name == s.input), None)
-    if described is None:
+        raise _fail(f"{what} refers to {_quoted(s.input)}, which is not an input in io_bindings; re-export the model")
+    inp = described.get(s.input)
+    if inp is None:
         raise _fail(
-            f"{what} refers to input '{s.input}', which has no bounds in profile_signature.inputs; re-export the model"
+            f"{what} refers to input {_quoted(s.input)}, which has no bounds in profile_signature.inputs; "
+            "re-export the model"
         )
-    rank = len(described.profiles[0].min)
+    rank = len(inp.profiles[0].min)
     if s.dim < 0 or s.dim >= rank:
-        raise _fail(f"{what} is dim {s.dim} of input '{s.input}', which has rank {rank}; re-export the model")
+        raise _fail(f"{what} is dim {s.dim} of input {_quoted(s.input)}, which has rank {rank}; re-export the model")
     if len(s.ranges) != sig.num_profiles:
         raise _fail(f"{what} has {len(s.ranges)} ranges but num_profiles is {sig.num_profiles}; re-export the model")
     for p, (lo, hi) in enumerate(s.ranges):
         if lo < 0 or lo > hi:
             raise _fail(f"{what} range {p} is [{lo}, {hi}]; a range must satisfy 0 <= lo <= hi, re-export the model")
-    for j in range(i):
-        o = sig.symbolic_dims[j]
-        if o.input == s.input and o.dim == s.dim:
-            raise _fail(
-                f"profile_signature.symbolic_dims[{j}] and {path} both describe dim {s.dim} of input '{s.input}'; "
-                "re-export the model"
-            )
+    key = (s.input, s.dim)
+    if key in dims:
+        raise _fail(
+            f"profile_signature.symbolic_dims[{dims[key]}] and {path} both describe dim {s.dim} of input "
+            f"{_quoted(s.input)}; re-export the model"
+        )
+    dims[key] = i
 
 
-def _validate_signature(m: Metadata) -> None:
+def _validate_signature(m: Metadata, by_name: Dict[str, IoBinding]) -> None:
     sig = m.profile_signature
     if sig.num_profiles < 1:
         raise _fail(
             f"profile_signature.num_profiles is {sig.num_profiles}; an engine has at least one optimization profile, "
             "re-export the model"
         )
+    if sig.num_profiles > MAX_PROFILES:
+        raise _fail(f"profile_signature.num_profiles is {sig.num_profiles}, above the limit of {MAX_PROFILES}; "
+                    "re-export the model")
+    if len(sig.inputs) * sig.num_profiles > MAX_PROFILE_ENTRIES:
+        raise _too_many_profile_entries("inputs", len(sig.inputs), sig.num_profiles)
+    if len(sig.symbolic_dims) * sig.num_profiles > MAX_PROFILE_ENTRIES:
+        raise _too_many_profile_entries("symbolic dims", len(sig.symbolic_dims), sig.num_profiles)
     seen: Dict[str, int] = {}
+    described: Dict[str, SignatureInput] = {}
     for i, inp in enumerate(sig.inputs):
-        binding = _find_binding(m, inp.name)
+        binding = by_name.get(inp.name)
         if binding is None or not binding.is_input:
             raise _fail(
-                f"profile_signature.inputs[{i}] '{inp.name}' is not an input in io_bindings; re-export the model"
+                f"profile_signature.inputs[{i}] {_quoted(inp.name)} is not an input in io_bindings; re-export the "
+                "model"
             )
         if inp.name in seen:
             raise _fail(
                 f"profile_signature.inputs[{seen[inp.name]}] and profile_signature.inputs[{i}] both describe "
-                f"input '{inp.name}'; re-export the model"
+                f"input {_quoted(inp.name)}; re-export the model"
             )
         seen[inp.name] = i
         _validate_signature_input(sig, i)
+        described[inp.name] = inp
+    dims: Dict[Tuple[str, int], int] = {}
     for i in range(len(sig.symbolic_dims)):
-        _validate_symbolic_dim(m, i)
+        _validate_symbolic_dim(m, by_name, described, dims, i)
 
 
 def _validate_semantics(m: Metadata) -> None:
-    _validate_bindings(m)
-    _validate_aliases(m)
+    """validate_metadata's rules in src/blob/metadata.cpp's order; linear in the metadata."""
+    _validate_limits(m)
+    _validate_name_lengths(m)
+    by_name = _validate_bindings(m)
+    _validate_aliases(m, by_name)
     if m.profile_signature is not None:
-        _validate_signature(m)
+        _validate_signature(m, by_name)
 
 
 # Far above the schema's 7 levels, far below what Python's recursive json
@@ -535,25 +649,48 @@ def _validate_semantics(m: Metadata) -> None:
 MAX_JSON_DEPTH = 64
 
 
-def _nests_deeper_than(text: str, limit: int) -> bool:
-    depth, in_string, escaped = 0, False, False
-    for c in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
-            elif c == '"':
-                in_string = False
-        elif c == '"':
-            in_string = True
+# The two arrays whose length is the blob's to choose: counted in the text
+# before json.loads builds anything (src/blob/json_text.cpp find_oversized_array).
+_ARRAY_LIMITS = {"io_bindings": MAX_IO_BINDINGS, "aliased_io": MAX_ALIASES}
+# Whole strings (escapes consumed in pairs, so a token ending in '"' is closed) and structural characters.
+_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{},:]', re.DOTALL)
+
+
+def _scan_structure(text: str, depth_limit: int) -> Tuple[bool, Optional[str]]:
+    """One pass over the text, without parsing it: (whether brackets and
+    braces outside strings nest deeper than ``depth_limit``, the first
+    top-level key of _ARRAY_LIMITS whose array value holds more than its limit
+    of entries). The C++ reader's nests_deeper_than and find_oversized_array
+    draw the same lines; keys are matched as written."""
+    depth = commas = 0
+    pending_key = key = counting = oversized = None
+    for m in _STRUCTURE.finditer(text):
+        t = m.group()
+        c = t[0]
+        if c == '"':
+            if depth == 1:
+                pending_key = t[1:-1] if len(t) > 1 and t.endswith('"') else t[1:]
+        elif c == ":":
+            if depth == 1:
+                key = pending_key
+        elif c == ",":
+            if depth == 1:
+                key = pending_key = None
+            elif depth == 2 and counting is not None:
+                commas += 1
+                if commas >= _ARRAY_LIMITS[counting] and oversized is None:
+                    oversized = counting
         elif c in "[{":
             depth += 1
-            if depth > limit:
-                return True
-        elif c in "]}" and depth > 0:
+            if depth > depth_limit:
+                return True, oversized
+            if depth == 2 and c == "[":
+                counting, commas = (key if key in _ARRAY_LIMITS else None), 0
+        elif depth > 0:
+            if depth == 2:
+                counting = None
             depth -= 1
-    return False
+    return False, oversized
 
 
 # Number hooks that make json.loads agree with nlohmann: NaN/Infinity are not
@@ -601,6 +738,9 @@ def metadata_from_json(data: bytes, offset: Optional[int] = None) -> Metadata:
     """Decodes and validates metadata JSON; raises BlobError. ``offset`` only feeds messages."""
     data = bytes(data)
     where = f"metadata ({len(data)} bytes" + (f" at offset {offset})" if offset is not None else ")")
+    # Before anything is parsed: the document takes several times its text.
+    if len(data) > MAX_METADATA_SIZE:
+        raise _fail(f"{where} is larger than the limit of {MAX_METADATA_SIZE} bytes; re-export the model")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -612,8 +752,11 @@ def metadata_from_json(data: bytes, offset: Optional[int] = None) -> Metadata:
         raise _fail(f"{where} is not valid JSON: NUL byte at byte {nul}; re-export the model")
     # nlohmann skips a leading byte-order mark, so we do too.
     text = text[1:] if text.startswith("\ufeff") else text
-    if _nests_deeper_than(text, MAX_JSON_DEPTH):
+    too_deep, over = _scan_structure(text, MAX_JSON_DEPTH)
+    if too_deep:
         raise _fail(f"{where} nests deeper than {MAX_JSON_DEPTH} levels; re-export the model")
+    if over is not None:
+        raise _fail(f"metadata field '{over}' has more than {_ARRAY_LIMITS[over]} entries; re-export the model")
     try:
         doc = json.loads(
             text,

@@ -36,7 +36,9 @@ class UsageError(Exception):
 
 
 def _one_line(msg: str) -> str:
-    return " ".join(str(msg).split())
+    from .validate import printable
+
+    return printable(" ".join(str(msg).split()))
 
 
 def _err(msg: str) -> None:
@@ -463,6 +465,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _err(f"{where}{e.strerror or e}")
     except KeyboardInterrupt:
         _err("interrupted")
+    except MemoryError:
+        # Every count a .pte, blob or engine declares is checked against its limit (docs/limits.md) before anything
+        # is built for it, so this means the process's own memory limit is below what the input legitimately needs.
+        _err("ran out of memory; the input is within etrt's limits (docs/limits.md) but needs more memory than this "
+             "process may use")
     except Exception as e:  # never a traceback for the user; ETRT_DEBUG=1 shows it
         if os.environ.get("ETRT_DEBUG"):
             traceback.print_exc()

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional
 from .pte import describe_value
 from .signature import Signature, format_shape
 from .validate import (WEIGHT_STREAMING_BUDGET, DelegateInfo, ValidationResult, describe_aliases, parse_byte_count,
-                       validate_program)
+                       printable, validate_program)
 
 __all__ = ["format_report", "inspect_program", "report_from_result"]
 
@@ -125,7 +125,7 @@ def _delegate(d: DelegateInfo, plan: Optional[Dict[str, Any]]) -> Dict[str, Any]
         }
         if d.blob_signature is not None:
             try:
-                eng["agrees_with_signature"] = _agrees(d.blob_signature, r.to_signature())
+                eng["agrees_with_signature"] = _agrees(d.blob_signature, d.engine_signature())
             except Exception:  # an engine the signature type refuses; already a finding
                 eng["agrees_with_signature"] = False
     if d.engine_error is not None:
@@ -138,7 +138,7 @@ def _agrees(sig: Signature, engine_sig: Signature) -> bool:
     if sig.num_profiles != engine_sig.num_profiles:
         return False
     names = set(engine_sig.input_names)
-    return all(i.name in names and engine_sig.input(i.name).profiles == i.profiles for i in sig.inputs)
+    return all(i.name in names and engine_sig.input(i.name).profiles == i.profiles for i in sig.inputs)  # O(1) each
 
 
 def report_from_result(result: ValidationResult) -> Dict[str, Any]:
@@ -318,4 +318,5 @@ def format_report(report: Dict[str, Any], infos: bool = True) -> str:
     for sev in ("errors", "warnings", "infos") if infos else ("errors", "warnings"):
         for f in v[sev]:
             lines.append(f"  {f['severity']}: {f['message']}")
-    return "\n".join(lines)
+    # Each entry is one line; a control character in one came from a name in the file.
+    return "\n".join(printable(line) for line in lines)

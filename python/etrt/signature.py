@@ -66,6 +66,8 @@ __all__ = [
 
 #: TensorRT's Dims holds at most 8 dimensions (same limit as etrt.blob).
 MAX_RANK = 8
+#: At most this many profiles (etrt.blob.MAX_PROFILES, docs/limits.md): the runtime refuses a blob with more.
+MAX_PROFILES = 256
 
 _INT64_MAX = 2**63 - 1
 
@@ -288,6 +290,9 @@ class Signature:
         if self.num_profiles < 1:
             raise SignatureError(f"num_profiles is {self.num_profiles}; an engine has at least one optimization "
                                  "profile")
+        if self.num_profiles > MAX_PROFILES:
+            raise SignatureError(f"num_profiles is {self.num_profiles}, above the limit of {MAX_PROFILES} (the "
+                                 "runtime refuses more)")
         object.__setattr__(self, "inputs", tuple(self.inputs))
         positions: Dict[str, int] = {}
         for i, inp in enumerate(self.inputs):
@@ -323,6 +328,13 @@ class Signature:
             SymbolicDim(s.name, s.input, s.dim, tuple((int(lo), int(hi)) for lo, hi in s.ranges))
             for s in sorted(self.symbolic_dims, key=lambda s: (positions[s.input], s.dim)))
         object.__setattr__(self, "symbolic_dims", dims)
+        # Lookups by name, so queries stay linear on signatures with thousands of inputs (not fields: equality and
+        # the canonical form ignore them).
+        object.__setattr__(self, "_positions", positions)
+        by_symbol: Dict[str, List[SymbolicDim]] = {}
+        for s in dims:
+            by_symbol.setdefault(s.name, []).append(s)
+        object.__setattr__(self, "_by_symbol", by_symbol)
 
     # -- construction -------------------------------------------------------
 
@@ -520,10 +532,10 @@ class Signature:
         return [i.name for i in self.inputs]
 
     def input(self, name: str) -> InputSignature:
-        for i in self.inputs:
-            if i.name == name:
-                return i
-        raise KeyError(f"the signature describes no input '{name}' (it has: {', '.join(self.input_names)})")
+        k = self._positions.get(name)
+        if k is None:
+            raise KeyError(f"the signature describes no input '{name}' (it has: {', '.join(self.input_names)})")
+        return self.inputs[k]
 
     @property
     def is_static(self) -> bool:
@@ -546,9 +558,9 @@ class Signature:
     def symbol_ranges(self, name: str) -> Tuple[Tuple[int, int], ...]:
         """Per profile ``(lo, hi)`` of symbol ``name`` (from its first
         occurrence; :meth:`problems` reports occurrences that disagree)."""
-        for s in self.symbolic_dims:
-            if s.name == name:
-                return s.ranges
+        occurrences = self._by_symbol.get(name)
+        if occurrences:
+            return occurrences[0].ranges
         raise KeyError(f"the signature names no symbolic dim '{name}' (it has: {', '.join(self.symbol_names())})")
 
     def regime(self, i: int) -> Regime:
@@ -581,7 +593,7 @@ class Signature:
                                    f"{format_range(*actual[p])}" for p in bad)
                 out.append(f"symbolic dim '{s.name}' (dim {s.dim} of input '{s.input}'): {detail}")
         for name in self.symbol_names():
-            occ = [s for s in self.symbolic_dims if s.name == name]
+            occ = self._by_symbol[name]
             first = occ[0]
             for other in occ[1:]:
                 bad = [p for p in range(self.num_profiles) if other.ranges[p] != first.ranges[p]]

@@ -13,7 +13,9 @@ numbers involved):
 * errors
 
   - ``corrupt-blob`` / ``corrupt-engine`` / ``corrupt-program``: a TensorRT
-    blob, reference engine or delegate call that cannot be read;
+    blob, reference engine or delegate call that cannot be read, or that the
+    runtime refuses at load (the readers refuse exactly what the C++ readers
+    refuse, limits included: docs/limits.md);
   - ``profile-count-mismatch``: multi-profile delegates with different
     profile counts;
   - ``regime-mismatch``: multi-profile delegates with the same count whose
@@ -33,6 +35,9 @@ numbers involved):
     not a byte count, or given twice;
   - ``runtime-refuses-program``: a program ExecuTorch 1.5.1's runtime refuses
     to load (constants in the deprecated ``constant_buffer``);
+  - ``exceeds-planned-output``, ``output-rank-mismatch``: what some profile
+    of a reference engine produces does not fit the output tensor ExecuTorch
+    planned (computed by the engine's shape inference, every op kind);
 
 * warnings
 
@@ -40,9 +45,10 @@ numbers involved):
     beside multi-profile ones: pins ``N > 0`` fail on it at run time;
   - ``unlinked-regimes``: multi-profile delegates nothing links (no shared
     symbol, no shared input), so equal counts are all that is known;
-  - ``rank-differs``, ``static-input-unreachable``;
+  - ``rank-differs``, ``static-input-unreachable``, ``static-output-mismatch``;
 
-* infos: ``unverifiable`` (no signature, not a reference engine),
+* infos: ``output-capacity-unchecked`` (an opaque TensorRT plan: what its
+  profiles produce cannot be computed), ``unverifiable`` (no signature, not a reference engine),
   ``static-single-profile``, ``foreign-backend``, ``never-called``,
   ``no-tensorrt-delegates``, ``planned-bounds-unchecked``,
   ``bindings-from-engine`` (empty ``io_bindings``, opaque engine),
@@ -87,6 +93,7 @@ __all__ = [
     "describe_aliases",
     "load_program",
     "parse_byte_count",
+    "printable",
     "validate_program",
 ]
 
@@ -194,6 +201,10 @@ class DelegateInfo:
     #: the signature the blob carries (None when absent or unusable)
     blob_signature: Optional[Signature] = None
     signature_error: Optional[str] = None
+    # Computed once: the reference engine's profiles as a signature, and the tensor the first call binds to each
+    # binding (validation looks both up per binding; recomputing them made it quadratic).
+    _engine_signature: Any = field(default=None, repr=False, compare=False)
+    _bound: Optional[Dict[str, Optional[TensorArg]]] = field(default=None, repr=False, compare=False)
 
     @property
     def is_tensorrt(self) -> bool:
@@ -209,12 +220,18 @@ class DelegateInfo:
         """The blob's signature, else the one read from a reference engine."""
         if self.blob_signature is not None:
             return self.blob_signature
-        if self.reference_engine is not None:
+        return self.engine_signature()
+
+    def engine_signature(self) -> Optional[Signature]:
+        """The reference engine's own profiles as a signature (computed once), or None."""
+        if self.reference_engine is None:
+            return None
+        if self._engine_signature is None:
             try:
-                return self.reference_engine.to_signature()
+                self._engine_signature = self.reference_engine.to_signature()
             except SignatureError:
-                return None
-        return None
+                self._engine_signature = False
+        return self._engine_signature or None
 
     @property
     def signature_source(self) -> Optional[str]:
@@ -262,7 +279,8 @@ class DelegateInfo:
             return []
         names = [a.output for a in self.metadata.aliased_io]
         if self.reference_engine is not None:
-            names += [o for o in self.reference_engine.aliases() if o not in names]
+            listed = set(names)
+            names += [o for o in self.reference_engine.aliases() if o not in listed]
         return names
 
     def match_args(self, args: Sequence[TensorArg]) -> Optional[List[Tuple[_blob.IoBinding, Optional[TensorArg]]]]:
@@ -287,10 +305,11 @@ class DelegateInfo:
         """The program tensor passed for binding ``binding_name`` (first call)."""
         if self.tensor_args is None:
             return None
-        for b, arg in self.match_args(self.tensor_args) or []:
-            if b.name == binding_name:
-                return arg
-        return None
+        if self._bound is None:
+            self._bound = {}
+            for b, arg in self.match_args(self.tensor_args) or []:
+                self._bound.setdefault(b.name, arg)
+        return self._bound.get(binding_name)
 
 
 @dataclass
@@ -341,8 +360,10 @@ class ValidationResult:
         return [f for sev in order for f in self.findings if f.severity == sev]
 
     def format(self, infos: bool = True) -> str:
-        """The verdict line, then one indented line per finding."""
-        return "\n".join([self.verdict()] + [f"  {f}" for f in self.sorted_findings(infos)])
+        """The verdict line, then one indented line per finding (control
+        characters a name brought into a message escaped, so each finding is
+        one line and none reaches a terminal raw)."""
+        return "\n".join([self.verdict()] + [f"  {printable(str(f))}" for f in self.sorted_findings(infos)])
 
     def raise_if_errors(self) -> "ValidationResult":
         if self.errors:
@@ -379,6 +400,19 @@ class AliasView:
         return {"output": self.output, "input": self.input, "kind": self.kind, "index": self.index,
                 "source": "blob" if self.index is not None else "engine", "status": self.status,
                 "detail": self.detail}
+
+
+def _control(c: str) -> bool:
+    o = ord(c)
+    return o < 0x20 or 0x7F <= o <= 0x9F
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters (C0 with newlines, DEL, C1) as
+    ``\\xNN``: names come from the file, and a report prints them to a terminal."""
+    if not any(_control(c) for c in text):
+        return text
+    return "".join(f"\\x{ord(c):02x}" if _control(c) else c for c in text)
 
 
 def _typed_shape(dtype: str, shape: Sequence[int]) -> str:
@@ -899,13 +933,16 @@ class _Checker:
         sig = d.blob_signature
         if sig is None:
             return
-        engine_sig = eng.to_signature()
+        engine_sig = d.engine_signature()
+        if engine_sig is None:
+            return
         diffs = []
         if sig.num_profiles != engine_sig.num_profiles:
             diffs.append(f"the signature has {sig.num_profiles} profiles, the engine {engine_sig.num_profiles}")
         else:
+            engine_inputs = set(engine_sig.input_names)
             for inp in sig.inputs:
-                if inp.name not in engine_sig.input_names:
+                if inp.name not in engine_inputs:
                     diffs.append(f"the signature describes input '{inp.name}', which the engine does not have")
                     continue
                 actual = engine_sig.input(inp.name)
@@ -967,6 +1004,7 @@ class _Checker:
                              f"but the program passes value {arg.value_index} of dtype {have}; the runtime refuses "
                              "the call. Make the program tensor and the engine binding the same dtype", d)
             self.check_bounds(d, where, pairs)
+            self.check_outputs(d, where, pairs)
 
     def check_bounds(self, d: DelegateInfo, where: str,
                      pairs: List[Tuple[_blob.IoBinding, Optional[TensorArg]]]) -> None:
@@ -1017,6 +1055,74 @@ class _Checker:
                          f"{where}: {what} has rank {len(sizes)} in the program but rank {inp.rank} in the "
                          "signature; only element counts were compared. Make the engine input and the program "
                          "tensor the same rank", d)
+
+    def check_outputs(self, d: DelegateInfo, where: str,
+                      pairs: List[Tuple[_blob.IoBinding, Optional[TensorArg]]]) -> None:
+        """What each profile can make each output, against the capacity ExecuTorch planned for it.
+
+        Only a reference engine can be evaluated here: its shape inference
+        (every op kind, 1 to 8) gives each output's shape at every profile's
+        min and max input shapes; outputs only grow with their inputs, so the
+        max is the largest. An opaque TensorRT plan cannot be evaluated, and
+        the finding says so (the runtime then refuses an oversized output at
+        execute)."""
+        eng = d.reference_engine
+        outputs = [(b, arg) for b, arg in pairs if not b.is_input and arg is not None]
+        if eng is None:
+            if outputs and d.engine_kind == "tensorrt":
+                self.add(INFO, "output-capacity-unchecked",
+                         f"{where}: its engine is an opaque TensorRT plan, so the output shapes its profiles produce "
+                         "cannot be computed here and the planned capacity of its outputs was not checked; the "
+                         "runtime refuses an execution whose output exceeds its planned buffer (InvalidArgument)", d)
+            return
+        if not outputs:
+            return
+        produced = [(eng.output_shapes(p, "min"), eng.output_shapes(p, "max")) for p in range(eng.num_profiles)]
+        for b, arg in outputs:
+            t = eng.tensor(b.name)
+            if t is None or t.is_input or t.data_dependent:
+                continue  # engine-mismatch already says why
+            sizes = tuple(arg.value["sizes"])
+            dyn = arg.value["dynamism"]
+            if dyn == "DYNAMIC_UNBOUND":
+                continue  # no upper bound: ExecuTorch grows the buffer
+            what = (f"output '{b.name}' (value {arg.value_index}, planned upper bound {format_shape(sizes)}"
+                    + (", static)" if dyn == "STATIC" else ")"))
+            over, ranks, static = [], [], []
+            for p, (low, high) in enumerate(produced):
+                lo, hi = low[b.name], high[b.name]
+                if not sizes and hi == (1,):
+                    continue  # the runtime fills a 0-d tensor from a [1] output
+                if len(hi) != len(sizes):
+                    ranks.append((p, hi))
+                    continue
+                dims = [(k, hi[k], sizes[k]) for k in range(len(hi)) if hi[k] > sizes[k]]
+                if dims:
+                    over.append((p, hi, dims))
+                elif dyn == "STATIC" and (lo != sizes or hi != sizes):
+                    static.append((p, lo, hi))
+            if ranks:
+                detail = "; ".join(f"profile {p} produces {format_shape(hi)}" for p, hi in ranks)
+                self.add(ERROR, "output-rank-mismatch",
+                         f"{where}: {what}: {detail}, of another rank; the runtime cannot resize the program tensor "
+                         "to it and refuses those executions (InvalidArgument). Make the program tensor the engine "
+                         "output's rank", d)
+            if over:
+                detail = "; ".join(f"profile {p} produces up to {format_shape(hi)} ("
+                                   + ", ".join(f"dim {k}: {h} > {u}" for k, h, u in dims) + ")" for p, hi, dims in over)
+                need = [max([sizes[k]] + [hi[k] for _, hi, _ in over]) for k in range(len(sizes))]
+                self.add(ERROR, "exceeds-planned-output",
+                         f"{where}: {what}: {detail}. The runtime refuses every execution whose output exceeds its "
+                         f"planned buffer (InvalidArgument); re-export with an upper bound of at least "
+                         f"{format_shape(need)} for this output (e.g. a larger torch.export Dim max), or lower those "
+                         "profiles' max", d)
+            if static:
+                detail = "; ".join(f"profile {p} produces {format_shape(lo)}"
+                                   + ("" if lo == hi else f" to {format_shape(hi)}") for p, lo, hi in static)
+                self.add(WARNING, "static-output-mismatch",
+                         f"{where}: {what} is static in the program, but {detail}; ExecuTorch cannot resize a static "
+                         "tensor, so the executions that produce another shape fail. Mark the tensor dynamic, or fix "
+                         "the profiles", d)
 
     # -- across delegates ------------------------------------------------------------
 

@@ -23,6 +23,9 @@
 namespace etrt::blob {
 
 inline constexpr size_t kHeaderSize = 32;
+// The metadata JSON may be at most this many bytes (docs/limits.md): real metadata is a few KiB, and the parsed
+// document takes several times its text.
+inline constexpr size_t kMaxMetadataSize = size_t{16} << 20;
 inline constexpr size_t kEngineAlignment = 16;
 inline constexpr char kMagicTr01[4] = {'T', 'R', '0', '1'};
 inline constexpr char kMagicTr02[4] = {'T', 'R', '0', '2'};

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <string_view>
 
 namespace etrt::blob::detail {
 namespace {
@@ -66,6 +67,30 @@ size_t find_invalid_utf8(const char* text, size_t size) {
 
 bool is_valid_utf8(const std::string& s) { return find_invalid_utf8(s.data(), s.size()) == s.size(); }
 
+std::string escape_name(const std::string& s) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<uint8_t>(s[i]);
+    uint32_t cp = 0;
+    size_t length = 0;
+    if (c == '\\') {
+      out += "\\\\";
+      ++i;
+    } else if (c < 0x20 || c == 0x7F || !decode_utf8(s.data(), s.size(), i, &cp, &length)) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+      ++i;
+    } else {
+      out.append(s, i, length);
+      i += length;
+    }
+  }
+  return out;
+}
+
 bool nests_deeper_than(const char* text, size_t size, size_t limit) {
   size_t depth = 0;
   bool in_string = false;
@@ -86,6 +111,61 @@ bool nests_deeper_than(const char* text, size_t size, size_t limit) {
     }
   }
   return false;
+}
+
+const ArrayLimit* find_oversized_array(const char* text, size_t size, const ArrayLimit* limits, size_t n_limits) {
+  size_t depth = 0, string_start = 0, commas = 0;
+  bool in_string = false;
+  std::string_view pending_key, key;  // the last string at depth 1, and the key whose value is being read
+  const ArrayLimit* counting = nullptr;
+  for (size_t i = 0; i < size; ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+        if (depth == 1) pending_key = std::string_view(text + string_start, i - string_start);
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        in_string = true;
+        string_start = i + 1;
+        break;
+      case ':':
+        if (depth == 1) key = pending_key;
+        break;
+      case ',':
+        if (depth == 1) {
+          key = pending_key = std::string_view();
+        } else if (depth == 2 && counting != nullptr && ++commas >= counting->limit) {
+          return counting;  // at least limit + 1 entries
+        }
+        break;
+      case '[':
+      case '{':
+        ++depth;
+        if (depth == 2 && c == '[') {
+          counting = nullptr;
+          commas = 0;
+          for (size_t k = 0; k < n_limits && !key.empty(); ++k)
+            if (key == limits[k].key) counting = &limits[k];
+        }
+        break;
+      case ']':
+      case '}':
+        if (depth > 0) {
+          if (depth == 2) counting = nullptr;
+          --depth;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return nullptr;
 }
 
 void append_json_string(std::string& out, const std::string& s) {

@@ -20,11 +20,29 @@ bool is_valid_utf8(const std::string& s);
 // or `size` when there is none (Python's UnicodeDecodeError.start).
 size_t find_invalid_utf8(const char* text, size_t size);
 
+// A name as error messages quote it: control characters (below 0x20), DEL and
+// bytes that are not part of well-formed UTF-8 as \xNN, a backslash as \\, the
+// rest as is. A NUL can then never cut a message short.
+std::string escape_name(const std::string& s);
+
 // True when brackets and braces outside strings nest deeper than `limit`.
 // The metadata schema nests 7 deep; the limit exists because Python's json
 // module recurses and would refuse a deep document that nlohmann accepts, and
 // the two readers must refuse the same blobs.
 bool nests_deeper_than(const char* text, size_t size, size_t limit);
+
+// A top-level key whose array value may hold at most `limit` entries.
+struct ArrayLimit {
+  const char* key;
+  size_t limit;
+};
+
+// Scans the text without parsing it and returns the first of `limits` whose
+// key, at the top level of the document, holds an array of more than its limit
+// of entries (or null). Keys are matched as written, escapes undecoded. Lets the
+// reader refuse an absurd count before the parser allocates anything for it;
+// python/etrt/blob.py scans the same way, so both refuse the same texts.
+const ArrayLimit* find_oversized_array(const char* text, size_t size, const ArrayLimit* limits, size_t n_limits);
 
 // Appends `s` as a quoted JSON string exactly as Python's json.dumps with
 // ensure_ascii=True writes it: \" \\ \b \f \n \r \t by name; every other byte

@@ -1,8 +1,12 @@
 #include "blob/metadata.h"
 
 #include <algorithm>
+#include <array>
+#include <string_view>
+#include <unordered_map>
 
 #include "blob/json_text.h"
+#include "blob/metadata_reader.h"
 
 namespace etrt::blob {
 namespace {
@@ -17,164 +21,229 @@ bool fail(std::string* error, const std::string& message) {
 
 std::string at(const char* array, size_t index) { return std::string(array) + "[" + std::to_string(index) + "]"; }
 
-const IoBinding* find_binding(const Metadata& m, const std::string& name) {
-  for (const IoBinding& b : m.io_bindings)
-    if (b.name == name) return &b;
-  return nullptr;
+// A name from the blob, quoted for a message with its control characters escaped.
+std::string quoted(const std::string& name) { return "'" + detail::escape_name(name) + "'"; }
+
+// Binding names to bindings, built once, so every lookup is O(1) and validation is linear in the metadata.
+using BindingIndex = std::unordered_map<std::string_view, const IoBinding*>;
+
+const IoBinding* find_binding(const BindingIndex& index, const std::string& name) {
+  const auto it = index.find(name);
+  return it == index.end() ? nullptr : it->second;
+}
+
+bool validate_limits(const Metadata& m, std::string* error) {
+  if (m.io_bindings.size() > kMaxIoBindings)
+    return fail(error, detail::too_many_entries("io_bindings", m.io_bindings.size(), kMaxIoBindings));
+  if (m.aliased_io.size() > kMaxAliases)
+    return fail(error, detail::too_many_entries("aliased_io", m.aliased_io.size(), kMaxAliases));
+  if (!m.profile_signature) return true;
+  const ProfileSignature& sig = *m.profile_signature;
+  if (sig.inputs.size() > kMaxIoBindings)
+    return fail(error, detail::too_many_entries("profile_signature.inputs", sig.inputs.size(), kMaxIoBindings));
+  if (sig.symbolic_dims.size() > kMaxSymbolicDims)
+    return fail(
+        error, detail::too_many_entries("profile_signature.symbolic_dims", sig.symbolic_dims.size(), kMaxSymbolicDims));
+  return true;
 }
 
 // Every string field in the order the JSON holds it, so the first bad one is
-// the one reported. Only the writer can meet invalid UTF-8: the JSON parser
-// refuses it on read.
-bool validate_utf8(const Metadata& m, std::string* error) {
-  const auto check = [&](const std::string& value, const std::string& path) {
-    return detail::is_valid_utf8(value) || fail(error, path + " is not valid UTF-8; re-export the model");
+// the one reported: name-like strings at most kMaxNameLength bytes, every
+// string valid UTF-8. Only the writer can meet invalid UTF-8: the JSON parser
+// refuses it on read. Paths are spelled out only for a message.
+bool validate_strings(const Metadata& m, std::string* error) {
+  const auto check = [&](const std::string& value, auto path) {
+    return detail::is_valid_utf8(value) || fail(error, path() + " is not valid UTF-8; re-export the model");
+  };
+  const auto name = [&](const std::string& value, auto path) {
+    if (value.size() > kMaxNameLength)
+      return fail(error, path() + " is " + std::to_string(value.size()) + " bytes long, above the limit of " +
+                             std::to_string(kMaxNameLength) + "; re-export the model");
+    return check(value, path);
   };
   for (size_t i = 0; i < m.io_bindings.size(); ++i) {
-    const std::string path = at("io_bindings", i);
-    if (!check(m.io_bindings[i].name, path + ".name") || !check(m.io_bindings[i].dtype, path + ".dtype")) return false;
-  }
-  for (size_t i = 0; i < m.aliased_io.size(); ++i) {
-    const std::string path = at("aliased_io", i);
-    const AliasedIo& a = m.aliased_io[i];
-    if (!check(a.output, path + ".output") || !check(a.input, path + ".input") || !check(a.kind, path + ".kind"))
+    const IoBinding& b = m.io_bindings[i];
+    if (!name(b.name, [&] { return at("io_bindings", i) + ".name"; }) ||
+        !name(b.dtype, [&] { return at("io_bindings", i) + ".dtype"; }))
       return false;
   }
-  if (!check(m.serialized_metadata, "serialized_metadata") || !check(m.target_platform, "target_platform"))
+  for (size_t i = 0; i < m.aliased_io.size(); ++i) {
+    const AliasedIo& a = m.aliased_io[i];
+    if (!name(a.output, [&] { return at("aliased_io", i) + ".output"; }) ||
+        !name(a.input, [&] { return at("aliased_io", i) + ".input"; }) ||
+        !name(a.kind, [&] { return at("aliased_io", i) + ".kind"; }))
+      return false;
+  }
+  if (!check(m.serialized_metadata, [] { return std::string("serialized_metadata"); }) ||
+      !check(m.target_platform, [] { return std::string("target_platform"); }))
     return false;
   if (!m.profile_signature) return true;
   const ProfileSignature& sig = *m.profile_signature;
   for (size_t i = 0; i < sig.inputs.size(); ++i)
-    if (!check(sig.inputs[i].name, "profile_signature." + at("inputs", i) + ".name")) return false;
+    if (!name(sig.inputs[i].name, [&] { return "profile_signature." + at("inputs", i) + ".name"; })) return false;
   for (size_t i = 0; i < sig.symbolic_dims.size(); ++i) {
-    const std::string path = "profile_signature." + at("symbolic_dims", i);
-    if (!check(sig.symbolic_dims[i].name, path + ".name") || !check(sig.symbolic_dims[i].input, path + ".input"))
+    const SymbolicDim& d = sig.symbolic_dims[i];
+    if (!name(d.name, [&] { return "profile_signature." + at("symbolic_dims", i) + ".name"; }) ||
+        !name(d.input, [&] { return "profile_signature." + at("symbolic_dims", i) + ".input"; }))
       return false;
   }
   return true;
 }
 
 // Inputs and outputs may interleave: the delegate's arguments are the inputs in their listed order, then the
-// outputs in theirs.
-bool validate_bindings(const Metadata& m, std::string* error) {
+// outputs in theirs. Fills `index` with every binding by name.
+bool validate_bindings(const Metadata& m, BindingIndex* index, std::string* error) {
   const std::vector<IoBinding>& bindings = m.io_bindings;
+  std::unordered_map<std::string_view, size_t> first;
+  first.reserve(bindings.size());
   for (size_t i = 0; i < bindings.size(); ++i) {
     const IoBinding& b = bindings[i];
     if (b.name.empty())
       return fail(error, at("io_bindings", i) +
                              ".name is empty; every engine input and output needs its TensorRT tensor name, "
                              "re-export the model");
-    for (size_t j = 0; j < i; ++j)
-      if (bindings[j].name == b.name)
-        return fail(error, at("io_bindings", j) + " and " + at("io_bindings", i) + " are both named '" + b.name +
-                               "'; binding names must be unique, re-export the model");
+    if (b.name.find('\0') != std::string::npos)
+      return fail(error, at("io_bindings", i) + ".name " + quoted(b.name) +
+                             " contains a NUL byte; TensorRT tensor names are C strings, so no engine tensor has "
+                             "this name, re-export the model");
+    const auto [it, fresh] = first.emplace(b.name, i);
+    if (!fresh)
+      return fail(error, at("io_bindings", it->second) + " and " + at("io_bindings", i) + " are both named " +
+                             quoted(b.name) + "; binding names must be unique, re-export the model");
+    index->emplace(b.name, &b);
   }
   return true;
 }
 
-bool validate_aliases(const Metadata& m, std::string* error) {
+bool validate_aliases(const Metadata& m, const BindingIndex& index, std::string* error) {
+  std::unordered_map<std::string_view, size_t> first;
+  first.reserve(m.aliased_io.size());
   for (size_t i = 0; i < m.aliased_io.size(); ++i) {
     const AliasedIo& a = m.aliased_io[i];
-    const std::string path = at("aliased_io", i);
-    const IoBinding* out = find_binding(m, a.output);
+    const auto path = [i] { return at("aliased_io", i); };
+    const IoBinding* out = find_binding(index, a.output);
     if (out == nullptr || out->is_input)
-      return fail(error, path + ".output '" + a.output + "' is not an output in io_bindings; re-export the model");
-    const IoBinding* in = find_binding(m, a.input);
+      return fail(error,
+                  path() + ".output " + quoted(a.output) + " is not an output in io_bindings; re-export the model");
+    const IoBinding* in = find_binding(index, a.input);
     if (in == nullptr || !in->is_input)
-      return fail(error, path + ".input '" + a.input + "' is not an input in io_bindings; re-export the model");
-    if (a.kind.empty()) return fail(error, path + ".kind is empty; use '" + kAliasKindKvCacheUpdate + "' or '" + kAliasKindUser + "'");
-    for (size_t j = 0; j < i; ++j)
-      if (m.aliased_io[j].output == a.output)
-        return fail(error, at("aliased_io", j) + " and " + path + " both alias output '" + a.output +
-                               "'; an output aliases one input at most, re-export the model");
+      return fail(error, path() + ".input " + quoted(a.input) + " is not an input in io_bindings; re-export the model");
+    if (a.kind.empty())
+      return fail(error, path() + ".kind is empty; use '" + kAliasKindKvCacheUpdate + "' or '" + kAliasKindUser + "'");
+    const auto [it, fresh] = first.emplace(a.output, i);
+    if (!fresh)
+      return fail(error, at("aliased_io", it->second) + " and " + path() + " both alias output " + quoted(a.output) +
+                             "; an output aliases one input at most, re-export the model");
   }
   return true;
 }
 
 bool validate_signature_input(const ProfileSignature& sig, size_t i, std::string* error) {
   const SignatureInput& input = sig.inputs[i];
-  const std::string what = "profile_signature." + at("inputs", i) + " '" + input.name + "'";
+  const auto what = [&] { return "profile_signature." + at("inputs", i) + " " + quoted(input.name); };
   if (input.profiles.size() != static_cast<size_t>(sig.num_profiles))
-    return fail(error, what + " has " + std::to_string(input.profiles.size()) + " profiles but num_profiles is " +
+    return fail(error, what() + " has " + std::to_string(input.profiles.size()) + " profiles but num_profiles is " +
                            std::to_string(sig.num_profiles) + "; re-export the model");
   const size_t rank = input.profiles[0].min.size();
   for (size_t p = 0; p < input.profiles.size(); ++p) {
     const ProfileBounds& b = input.profiles[p];
-    const std::string profile = " profile " + std::to_string(p);
+    const auto profile = [p] { return " profile " + std::to_string(p); };
     if (b.opt.size() != b.min.size() || b.max.size() != b.min.size())
-      return fail(error, what + profile + " has min of rank " + std::to_string(b.min.size()) + ", opt of rank " +
+      return fail(error, what() + profile() + " has min of rank " + std::to_string(b.min.size()) + ", opt of rank " +
                              std::to_string(b.opt.size()) + " and max of rank " + std::to_string(b.max.size()) +
                              "; they must have the same rank, re-export the model");
     if (p == 0 && rank > kMaxSignatureRank)
-      return fail(error, what + " has rank " + std::to_string(rank) +
+      return fail(error, what() + " has rank " + std::to_string(rank) +
                              "; TensorRT tensors have at most 8 dimensions, re-export the model");
     if (b.min.size() != rank)
-      return fail(error, what + " has rank " + std::to_string(b.min.size()) + " in" + profile + " but rank " +
+      return fail(error, what() + " has rank " + std::to_string(b.min.size()) + " in" + profile() + " but rank " +
                              std::to_string(rank) +
                              " in profile 0; an input has one rank in every profile, "
                              "re-export the model");
     for (size_t d = 0; d < rank; ++d)
       if (b.min[d] < 0 || b.min[d] > b.opt[d] || b.opt[d] > b.max[d])
-        return fail(error, what + profile + " dim " + std::to_string(d) + " has min " + std::to_string(b.min[d]) +
+        return fail(error, what() + profile() + " dim " + std::to_string(d) + " has min " + std::to_string(b.min[d]) +
                                ", opt " + std::to_string(b.opt[d]) + ", max " + std::to_string(b.max[d]) +
                                "; bounds must satisfy 0 <= min <= opt <= max, re-export the model");
   }
   return true;
 }
 
-bool validate_symbolic_dim(const Metadata& m, size_t i, std::string* error) {
+// Signature inputs by name, and for each (input, dim) the first symbolic dim naming it.
+struct SignatureIndex {
+  std::unordered_map<std::string_view, const SignatureInput*> inputs;
+  std::unordered_map<std::string_view, std::array<int64_t, kMaxSignatureRank>> dims;
+};
+
+bool validate_symbolic_dim(const Metadata& m, const BindingIndex& bindings, SignatureIndex& index, size_t i,
+                           std::string* error) {
   const ProfileSignature& sig = *m.profile_signature;
   const SymbolicDim& s = sig.symbolic_dims[i];
-  const std::string path = "profile_signature." + at("symbolic_dims", i);
-  if (s.name.empty()) return fail(error, path + ".name is empty; re-export the model");
-  const std::string what = path + " '" + s.name + "'";
-  const IoBinding* binding = find_binding(m, s.input);
+  const auto path = [i] { return "profile_signature." + at("symbolic_dims", i); };
+  if (s.name.empty()) return fail(error, path() + ".name is empty; re-export the model");
+  const auto what = [&] { return path() + " " + quoted(s.name); };
+  const IoBinding* binding = find_binding(bindings, s.input);
   if (binding == nullptr || !binding->is_input)
-    return fail(error,
-                what + " refers to '" + s.input + "', which is not an input in io_bindings; re-export the model");
-  const auto described =
-      std::find_if(sig.inputs.begin(), sig.inputs.end(), [&](const SignatureInput& in) { return in.name == s.input; });
-  if (described == sig.inputs.end())
-    return fail(error, what + " refers to input '" + s.input +
-                           "', which has no bounds in profile_signature.inputs; re-export the model");
-  const size_t rank = described->profiles[0].min.size();
+    return fail(error, what() + " refers to " + quoted(s.input) +
+                           ", which is not an input in io_bindings; re-export the model");
+  const auto described = index.inputs.find(s.input);
+  if (described == index.inputs.end())
+    return fail(error, what() + " refers to input " + quoted(s.input) +
+                           ", which has no bounds in profile_signature.inputs; re-export the model");
+  const size_t rank = described->second->profiles[0].min.size();
   if (s.dim < 0 || static_cast<size_t>(s.dim) >= rank)
-    return fail(error, what + " is dim " + std::to_string(s.dim) + " of input '" + s.input + "', which has rank " +
-                           std::to_string(rank) + "; re-export the model");
+    return fail(error, what() + " is dim " + std::to_string(s.dim) + " of input " + quoted(s.input) +
+                           ", which has rank " + std::to_string(rank) + "; re-export the model");
   if (s.ranges.size() != static_cast<size_t>(sig.num_profiles))
-    return fail(error, what + " has " + std::to_string(s.ranges.size()) + " ranges but num_profiles is " +
+    return fail(error, what() + " has " + std::to_string(s.ranges.size()) + " ranges but num_profiles is " +
                            std::to_string(sig.num_profiles) + "; re-export the model");
   for (size_t p = 0; p < s.ranges.size(); ++p)
     if (s.ranges[p].first < 0 || s.ranges[p].first > s.ranges[p].second)
-      return fail(error, what + " range " + std::to_string(p) + " is [" + std::to_string(s.ranges[p].first) + ", " +
+      return fail(error, what() + " range " + std::to_string(p) + " is [" + std::to_string(s.ranges[p].first) + ", " +
                              std::to_string(s.ranges[p].second) +
                              "]; a range must satisfy 0 <= lo <= hi, re-export the model");
-  for (size_t j = 0; j < i; ++j)
-    if (sig.symbolic_dims[j].input == s.input && sig.symbolic_dims[j].dim == s.dim)
-      return fail(error, "profile_signature." + at("symbolic_dims", j) + " and " + path + " both describe dim " +
-                             std::to_string(s.dim) + " of input '" + s.input + "'; re-export the model");
+  std::array<int64_t, kMaxSignatureRank> empty;
+  empty.fill(-1);
+  int64_t& first = index.dims.emplace(s.input, empty).first->second[static_cast<size_t>(s.dim)];
+  if (first >= 0)
+    return fail(error, "profile_signature." + at("symbolic_dims", static_cast<size_t>(first)) + " and " + path() +
+                           " both describe dim " + std::to_string(s.dim) + " of input " + quoted(s.input) +
+                           "; re-export the model");
+  first = static_cast<int64_t>(i);
   return true;
 }
 
-bool validate_signature(const Metadata& m, std::string* error) {
+bool validate_signature(const Metadata& m, const BindingIndex& bindings, std::string* error) {
   const ProfileSignature& sig = *m.profile_signature;
   if (sig.num_profiles < 1)
     return fail(error, "profile_signature.num_profiles is " + std::to_string(sig.num_profiles) +
                            "; an engine has at least one optimization profile, re-export the model");
+  if (sig.num_profiles > kMaxProfiles)
+    return fail(error, "profile_signature.num_profiles is " + std::to_string(sig.num_profiles) +
+                           ", above the limit of " + std::to_string(kMaxProfiles) + "; re-export the model");
+  const auto profiles = static_cast<size_t>(sig.num_profiles);
+  if (sig.inputs.size() * profiles > kMaxProfileEntries)
+    return fail(error, detail::too_many_profile_entries("inputs", sig.inputs.size(), profiles));
+  if (sig.symbolic_dims.size() * profiles > kMaxProfileEntries)
+    return fail(error, detail::too_many_profile_entries("symbolic dims", sig.symbolic_dims.size(), profiles));
+  SignatureIndex index;
+  index.inputs.reserve(sig.inputs.size());
+  std::unordered_map<std::string_view, size_t> first;
   for (size_t i = 0; i < sig.inputs.size(); ++i) {
     const std::string& name = sig.inputs[i].name;
-    const IoBinding* binding = find_binding(m, name);
+    const IoBinding* binding = find_binding(bindings, name);
     if (binding == nullptr || !binding->is_input)
-      return fail(error, "profile_signature." + at("inputs", i) + " '" + name +
-                             "' is not an input in io_bindings; re-export the model");
-    for (size_t j = 0; j < i; ++j)
-      if (sig.inputs[j].name == name)
-        return fail(error, "profile_signature." + at("inputs", j) + " and profile_signature." + at("inputs", i) +
-                               " both describe input '" + name + "'; re-export the model");
+      return fail(error, "profile_signature." + at("inputs", i) + " " + quoted(name) +
+                             " is not an input in io_bindings; re-export the model");
+    const auto [it, fresh] = first.emplace(name, i);
+    if (!fresh)
+      return fail(error, "profile_signature." + at("inputs", it->second) + " and profile_signature." + at("inputs", i) +
+                             " both describe input " + quoted(name) + "; re-export the model");
     if (!validate_signature_input(sig, i, error)) return false;
+    index.inputs.emplace(name, &sig.inputs[i]);
   }
   for (size_t i = 0; i < sig.symbolic_dims.size(); ++i)
-    if (!validate_symbolic_dim(m, i, error)) return false;
+    if (!validate_symbolic_dim(m, bindings, index, i, error)) return false;
   return true;
 }
 
@@ -213,8 +282,11 @@ bool operator==(const Metadata& a, const Metadata& b) {
 }
 
 bool validate_metadata(const Metadata& metadata, std::string* error) {
-  return validate_utf8(metadata, error) && validate_bindings(metadata, error) && validate_aliases(metadata, error) &&
-         (!metadata.profile_signature || validate_signature(metadata, error));
+  BindingIndex bindings;
+  bindings.reserve(metadata.io_bindings.size());
+  return validate_limits(metadata, error) && validate_strings(metadata, error) &&
+         validate_bindings(metadata, &bindings, error) && validate_aliases(metadata, bindings, error) &&
+         (!metadata.profile_signature || validate_signature(metadata, bindings, error));
 }
 
 }  // namespace etrt::blob

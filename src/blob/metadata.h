@@ -15,6 +15,20 @@
 
 namespace etrt::blob {
 
+// Upper limits on what a blob may declare, far above any real engine (docs/limits.md says why each). The reader
+// checks each count before it builds anything sized by it; validate_metadata holds written metadata to the same
+// numbers, and python/etrt/blob.py mirrors them.
+inline constexpr size_t kMaxIoBindings = 16384;                 // io_bindings entries, and profile_signature.inputs
+inline constexpr size_t kMaxAliases = 16384;                    // aliased_io entries
+inline constexpr int32_t kMaxProfiles = 256;                    // profile_signature.num_profiles
+inline constexpr size_t kMaxSymbolicDims = 8 * kMaxIoBindings;  // one per (input, dim) at most
+// Signature inputs x profiles, and symbolic dims x profiles: the size of the bounds and ranges tables.
+inline constexpr size_t kMaxProfileEntries = 65536;
+// Bytes of a name-like string: binding names and dtypes, alias output/input/kind, signature input names, symbolic
+// dim names and inputs. (serialized_metadata and target_platform are opaque upstream data: only the metadata size
+// bounds them.)
+inline constexpr size_t kMaxNameLength = 4096;
+
 // Upstream's readers give an aliased_io entry without "kind" this kind, the
 // one TensorRT enforces for KV-cache updates; we do the same.
 inline constexpr const char* kAliasKindKvCacheUpdate = "kv_cache_update";
@@ -89,10 +103,12 @@ bool operator==(const Metadata& a, const Metadata& b);
 inline bool operator!=(const Metadata& a, const Metadata& b) { return !(a == b); }
 
 // Checks everything about `metadata` that the reader refuses beyond JSON
-// types: binding names non-empty, valid UTF-8 and unique (inputs and outputs
+// types: the limits above; strings valid UTF-8; binding names non-empty,
+// without NUL (TensorRT names are C strings) and unique (inputs and outputs
 // may interleave); aliases naming an output and an input, each output at most
 // once, with a non-empty kind (any: the backend checks it); a well-formed profile
-// signature. On failure returns false and sets *error (when non-null) to a
+// signature. Linear in the size of the metadata. Names quoted in messages have
+// control characters escaped (\x00). On failure returns false and sets *error (when non-null) to a
 // message starting "TensorRT blob: ". parse_blob runs it on every blob and
 // write_blob refuses metadata that fails it, so what one writes the other reads.
 bool validate_metadata(const Metadata& metadata, std::string* error);

@@ -6,6 +6,7 @@
 #include "blob/metadata_reader.h"
 
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <new>
 #include <nlohmann/json.hpp>
@@ -75,7 +76,26 @@ std::string type_name(const Json& v) {
   }
 }
 
-std::string at(const std::string& array, size_t index) { return array + "[" + std::to_string(index) + "]"; }
+// Where a value sits in the document, as a chain of keys and indices; spelled out (io_bindings[1].shape[0]) only
+// when a message needs it, so reading a valid blob builds no path strings.
+struct Path {
+  const Path* parent = nullptr;
+  const char* key = nullptr;  // a key of the parent object, or null for an index
+  size_t index = 0;           // an index into the parent array, when key is null
+  static const Path& root() {
+    static const Path r;
+    return r;
+  }
+  bool is_root() const { return parent == nullptr; }
+  Path field(const char* k) const { return Path{this, k, 0}; }
+  Path element(size_t i) const { return Path{this, nullptr, i}; }
+  std::string str() const {
+    if (is_root()) return std::string();
+    std::string s = parent->str();
+    if (key != nullptr) return s.empty() ? std::string(key) : s + "." + key;
+    return s + "[" + std::to_string(index) + "]";
+  }
+};
 
 // Reads typed values out of the parsed document. Paths in messages name the
 // field as a user would write it: io_bindings[1].shape[0].
@@ -87,11 +107,11 @@ class Decoder {
     if (error_ != nullptr) *error_ = "TensorRT blob: " + message;
     return false;
   }
-  bool wrong_type(const std::string& path, const char* expected, const Json& v) {
-    return fail("metadata field '" + path + "' must be " + expected + ", got " + type_name(v) +
+  bool wrong_type(const Path& path, const char* expected, const Json& v) {
+    return fail("metadata field '" + path.str() + "' must be " + expected + ", got " + type_name(v) +
                 "; re-export the model");
   }
-  bool missing(const std::string& path) { return fail("metadata has no '" + path + "'; re-export the model"); }
+  bool missing(const Path& path) { return fail("metadata has no '" + path.str() + "'; re-export the model"); }
 
   // Null when `key` is absent; `object` is known to be an object.
   static const Json* find(const Json& object, const char* key) {
@@ -99,22 +119,22 @@ class Decoder {
     return it == object.end() ? nullptr : &*it;
   }
 
-  bool read_string(const Json& v, const std::string& path, std::string* out) {
+  bool read_string(const Json& v, const Path& path, std::string* out) {
     if (!v.is_string()) return wrong_type(path, "a string", v);
     *out = v.get_ref<const std::string&>();
     return true;
   }
-  bool read_bool(const Json& v, const std::string& path, bool* out) {
+  bool read_bool(const Json& v, const Path& path, bool* out) {
     if (!v.is_boolean()) return wrong_type(path, "a boolean", v);
     *out = v.get<bool>();
     return true;
   }
-  bool read_int64(const Json& v, const std::string& path, int64_t* out) {
+  bool read_int64(const Json& v, const Path& path, int64_t* out) {
     if (!v.is_number_integer()) return wrong_type(path, "an integer", v);
     if (v.is_number_unsigned()) {
       const uint64_t u = v.get<uint64_t>();
       if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-        return fail("metadata field '" + path + "' is " + std::to_string(u) +
+        return fail("metadata field '" + path.str() + "' is " + std::to_string(u) +
                     ", outside the range of a 64-bit signed integer; re-export the model");
       *out = static_cast<int64_t>(u);
     } else {
@@ -122,108 +142,126 @@ class Decoder {
     }
     return true;
   }
-  bool read_int32(const Json& v, const std::string& path, int32_t* out) {
+  bool read_int32(const Json& v, const Path& path, int32_t* out) {
     int64_t wide = 0;
     if (!read_int64(v, path, &wide)) return false;
     if (wide < std::numeric_limits<int32_t>::min() || wide > std::numeric_limits<int32_t>::max())
-      return fail("metadata field '" + path + "' is " + std::to_string(wide) +
+      return fail("metadata field '" + path.str() + "' is " + std::to_string(wide) +
                   ", outside the range of a 32-bit signed integer; re-export the model");
     *out = static_cast<int32_t>(wide);
     return true;
   }
-  bool read_ints(const Json& v, const std::string& path, std::vector<int64_t>* out) {
+  bool read_ints(const Json& v, const Path& path, std::vector<int64_t>* out) {
     if (!v.is_array()) return wrong_type(path, "an array", v);
     out->assign(v.size(), 0);
     for (size_t i = 0; i < v.size(); ++i)
-      if (!read_int64(v[i], at(path, i), &(*out)[i])) return false;
+      if (!read_int64(v[i], path.element(i), &(*out)[i])) return false;
     return true;
   }
 
   // Optional keys keep the value *out already holds when absent.
   template <typename T, typename Read>
-  bool optional(const Json& object, const char* key, const std::string& prefix, T* out, Read read) {
+  bool optional(const Json& object, const char* key, const Path& parent, T* out, Read read) {
     const Json* v = find(object, key);
-    return v == nullptr || (this->*read)(*v, prefix + key, out);
+    return v == nullptr || (this->*read)(*v, parent.field(key), out);
   }
   template <typename T, typename Read>
-  bool required(const Json& object, const char* key, const std::string& prefix, T* out, Read read) {
+  bool required(const Json& object, const char* key, const Path& parent, T* out, Read read) {
     const Json* v = find(object, key);
-    if (v == nullptr) return missing(prefix + key);
-    return (this->*read)(*v, prefix + key, out);
+    if (v == nullptr) return missing(parent.field(key));
+    return (this->*read)(*v, parent.field(key), out);
   }
 
-  bool read_binding(const Json& v, const std::string& path, IoBinding* out) {
+  bool read_binding(const Json& v, const Path& path, IoBinding* out) {
     if (!v.is_object()) return wrong_type(path, "an object", v);
-    const std::string prefix = path + ".";
-    return required(v, "name", prefix, &out->name, &Decoder::read_string) &&
-           optional(v, "dtype", prefix, &out->dtype, &Decoder::read_string) &&
-           optional(v, "shape", prefix, &out->shape, &Decoder::read_ints) &&
-           optional(v, "is_input", prefix, &out->is_input, &Decoder::read_bool);
+    return required(v, "name", path, &out->name, &Decoder::read_string) &&
+           optional(v, "dtype", path, &out->dtype, &Decoder::read_string) &&
+           optional(v, "shape", path, &out->shape, &Decoder::read_ints) &&
+           optional(v, "is_input", path, &out->is_input, &Decoder::read_bool);
   }
 
-  bool read_alias(const Json& v, const std::string& path, AliasedIo* out) {
+  bool read_alias(const Json& v, const Path& path, AliasedIo* out) {
     if (!v.is_object()) return wrong_type(path, "an object", v);
-    const std::string prefix = path + ".";
-    if (!required(v, "output", prefix, &out->output, &Decoder::read_string) ||
-        !required(v, "input", prefix, &out->input, &Decoder::read_string) ||
-        !optional(v, "kind", prefix, &out->kind, &Decoder::read_string))
+    if (!required(v, "output", path, &out->output, &Decoder::read_string) ||
+        !required(v, "input", path, &out->input, &Decoder::read_string) ||
+        !optional(v, "kind", path, &out->kind, &Decoder::read_string))
       return false;
     // Upstream's C++ reader treats an empty kind like a missing one.
     if (out->kind.empty()) out->kind = kAliasKindKvCacheUpdate;
     return true;
   }
 
-  bool read_bounds(const Json& v, const std::string& path, ProfileBounds* out) {
+  bool read_bounds(const Json& v, const Path& path, ProfileBounds* out) {
     if (!v.is_object()) return wrong_type(path, "an object", v);
-    const std::string prefix = path + ".";
-    return required(v, "min", prefix, &out->min, &Decoder::read_ints) &&
-           required(v, "opt", prefix, &out->opt, &Decoder::read_ints) &&
-           required(v, "max", prefix, &out->max, &Decoder::read_ints);
+    return required(v, "min", path, &out->min, &Decoder::read_ints) &&
+           required(v, "opt", path, &out->opt, &Decoder::read_ints) &&
+           required(v, "max", path, &out->max, &Decoder::read_ints);
   }
 
-  bool read_signature_input(const Json& v, const std::string& path, SignatureInput* out) {
-    if (!v.is_object()) return wrong_type(path, "an object", v);
-    const std::string prefix = path + ".";
-    return required(v, "name", prefix, &out->name, &Decoder::read_string) &&
-           required(v, "profiles", prefix, &out->profiles, &Decoder::read_array<ProfileBounds, &Decoder::read_bounds>);
+  // The number of entries of the signature's inputs and symbolic_dims arrays, for the table-size limits.
+  size_t signature_inputs_ = 0;
+  size_t symbolic_dims_ = 0;
+
+  // A per-profile array (an input's profiles, a symbolic dim's ranges) of one of `rows` rows: at most kMaxProfiles
+  // entries, and rows x entries at most kMaxProfileEntries, checked before anything is built for it.
+  template <typename T, bool (Decoder::*ReadElement)(const Json&, const Path&, T*)>
+  bool read_per_profile(const Json& object, const char* key, const Path& parent, size_t rows, const char* what,
+                        std::vector<T>* out) {
+    const Json* v = find(object, key);
+    if (v == nullptr) return missing(parent.field(key));
+    if (v->is_array() && v->size() <= static_cast<size_t>(kMaxProfiles) && rows * v->size() > kMaxProfileEntries)
+      return fail(too_many_profile_entries(what, rows, v->size()));
+    return read_array<T, ReadElement, static_cast<size_t>(kMaxProfiles)>(*v, parent.field(key), out);
   }
 
-  bool read_range(const Json& v, const std::string& path, std::pair<int64_t, int64_t>* out) {
+  bool read_signature_input(const Json& v, const Path& path, SignatureInput* out) {
+    if (!v.is_object()) return wrong_type(path, "an object", v);
+    return required(v, "name", path, &out->name, &Decoder::read_string) &&
+           read_per_profile<ProfileBounds, &Decoder::read_bounds>(v, "profiles", path, signature_inputs_, "inputs",
+                                                                  &out->profiles);
+  }
+
+  bool read_range(const Json& v, const Path& path, std::pair<int64_t, int64_t>* out) {
     if (!v.is_array() || v.size() != 2) {
       if (!v.is_array()) return wrong_type(path, "an array of two integers [lo, hi]", v);
-      return fail("metadata field '" + path + "' must be an array of two integers [lo, hi], got an array of " +
+      return fail("metadata field '" + path.str() + "' must be an array of two integers [lo, hi], got an array of " +
                   std::to_string(v.size()) + "; re-export the model");
     }
-    return read_int64(v[0], at(path, 0), &out->first) && read_int64(v[1], at(path, 1), &out->second);
+    return read_int64(v[0], path.element(0), &out->first) && read_int64(v[1], path.element(1), &out->second);
   }
 
-  bool read_symbolic_dim(const Json& v, const std::string& path, SymbolicDim* out) {
+  bool read_symbolic_dim(const Json& v, const Path& path, SymbolicDim* out) {
     if (!v.is_object()) return wrong_type(path, "an object", v);
-    const std::string prefix = path + ".";
-    return required(v, "name", prefix, &out->name, &Decoder::read_string) &&
-           required(v, "input", prefix, &out->input, &Decoder::read_string) &&
-           required(v, "dim", prefix, &out->dim, &Decoder::read_int32) &&
-           required(v, "ranges", prefix, &out->ranges,
-                    &Decoder::read_array<std::pair<int64_t, int64_t>, &Decoder::read_range>);
+    return required(v, "name", path, &out->name, &Decoder::read_string) &&
+           required(v, "input", path, &out->input, &Decoder::read_string) &&
+           required(v, "dim", path, &out->dim, &Decoder::read_int32) &&
+           read_per_profile<std::pair<int64_t, int64_t>, &Decoder::read_range>(v, "ranges", path, symbolic_dims_,
+                                                                               "symbolic dims", &out->ranges);
   }
 
-  bool read_signature(const Json& v, const std::string& path, std::optional<ProfileSignature>* out) {
+  bool read_signature(const Json& v, const Path& path, std::optional<ProfileSignature>* out) {
     if (!v.is_object()) return wrong_type(path, "an object", v);
     ProfileSignature& sig = out->emplace();
-    const std::string prefix = path + ".";
-    return required(v, "num_profiles", prefix, &sig.num_profiles, &Decoder::read_int32) &&
-           required(v, "inputs", prefix, &sig.inputs,
-                    &Decoder::read_array<SignatureInput, &Decoder::read_signature_input>) &&
-           optional(v, "symbolic_dims", prefix, &sig.symbolic_dims,
-                    &Decoder::read_array<SymbolicDim, &Decoder::read_symbolic_dim>);
+    const Json* inputs = find(v, "inputs");
+    const Json* dims = find(v, "symbolic_dims");
+    signature_inputs_ = inputs != nullptr && inputs->is_array() ? inputs->size() : 0;
+    symbolic_dims_ = dims != nullptr && dims->is_array() ? dims->size() : 0;
+    return required(v, "num_profiles", path, &sig.num_profiles, &Decoder::read_int32) &&
+           required(v, "inputs", path, &sig.inputs,
+                    &Decoder::read_array<SignatureInput, &Decoder::read_signature_input, kMaxIoBindings>) &&
+           optional(v, "symbolic_dims", path, &sig.symbolic_dims,
+                    &Decoder::read_array<SymbolicDim, &Decoder::read_symbolic_dim, kMaxSymbolicDims>);
   }
 
-  template <typename T, bool (Decoder::*ReadElement)(const Json&, const std::string&, T*)>
-  bool read_array(const Json& v, const std::string& path, std::vector<T>* out) {
+  // Refuses more than `Limit` entries before building any.
+  template <typename T, bool (Decoder::*ReadElement)(const Json&, const Path&, T*),
+            size_t Limit = static_cast<size_t>(-1)>
+  bool read_array(const Json& v, const Path& path, std::vector<T>* out) {
     if (!v.is_array()) return wrong_type(path, "an array", v);
+    if (v.size() > Limit) return fail(too_many_entries(path.str(), v.size(), Limit));
     out->assign(v.size(), T{});
     for (size_t i = 0; i < v.size(); ++i)
-      if (!(this->*ReadElement)(v[i], at(path, i), &(*out)[i])) return false;
+      if (!(this->*ReadElement)(v[i], path.element(i), &(*out)[i])) return false;
     return true;
   }
 
@@ -232,14 +270,16 @@ class Decoder {
   bool read_metadata(const Json& doc, Metadata* out) {
     if (!doc.is_object())
       return fail("metadata must be a JSON object, got " + type_name(doc) + "; re-export the model");
-    return required(doc, "io_bindings", "", &out->io_bindings,
-                    &Decoder::read_array<IoBinding, &Decoder::read_binding>) &&
-           optional(doc, "aliased_io", "", &out->aliased_io, &Decoder::read_array<AliasedIo, &Decoder::read_alias>) &&
-           optional(doc, "hardware_compatible", "", &out->hardware_compatible, &Decoder::read_bool) &&
-           optional(doc, "device_id", "", &out->device_id, &Decoder::read_int64) &&
-           optional(doc, "serialized_metadata", "", &out->serialized_metadata, &Decoder::read_string) &&
-           optional(doc, "target_platform", "", &out->target_platform, &Decoder::read_string) &&
-           optional(doc, "profile_signature", "", &out->profile_signature, &Decoder::read_signature);
+    const Path& root = Path::root();
+    return required(doc, "io_bindings", root, &out->io_bindings,
+                    &Decoder::read_array<IoBinding, &Decoder::read_binding, kMaxIoBindings>) &&
+           optional(doc, "aliased_io", root, &out->aliased_io,
+                    &Decoder::read_array<AliasedIo, &Decoder::read_alias, kMaxAliases>) &&
+           optional(doc, "hardware_compatible", root, &out->hardware_compatible, &Decoder::read_bool) &&
+           optional(doc, "device_id", root, &out->device_id, &Decoder::read_int64) &&
+           optional(doc, "serialized_metadata", root, &out->serialized_metadata, &Decoder::read_string) &&
+           optional(doc, "target_platform", root, &out->target_platform, &Decoder::read_string) &&
+           optional(doc, "profile_signature", root, &out->profile_signature, &Decoder::read_signature);
   }
 
  private:
@@ -248,11 +288,26 @@ class Decoder {
 
 }  // namespace
 
+std::string too_many_entries(const std::string& path, size_t n, size_t limit) {
+  return "metadata field '" + path + "' has " + std::to_string(n) + " entries, above the limit of " +
+         std::to_string(limit) + "; re-export the model";
+}
+
+std::string too_many_profile_entries(const char* what, size_t n, size_t profiles) {
+  return "profile_signature has " + std::to_string(n) + " " + what + " x " + std::to_string(profiles) +
+         " profiles = " + std::to_string(n * profiles) + " entries, above the limit of " +
+         std::to_string(kMaxProfileEntries) + "; re-export the model";
+}
+
 bool decode_metadata(const char* json, size_t size, std::optional<uint64_t> offset, Metadata* out, std::string* error) {
   Decoder decoder(error);
   std::string where = "metadata (" + std::to_string(size) + " bytes";
   if (offset) where += " at offset " + std::to_string(*offset);
   where += ")";
+  // Before anything is parsed: the document takes several times its text.
+  if (size > kMaxMetadataSize)
+    return decoder.fail(where + " is larger than the limit of " + std::to_string(kMaxMetadataSize) +
+                        " bytes; re-export the model");
   // UTF-8 and depth are checked before parsing, in the same order and with the
   // same words as python/etrt/blob.py, which must decode before it can parse.
   const size_t bad_byte = find_invalid_utf8(json, size);
@@ -268,6 +323,11 @@ bool decode_metadata(const char* json, size_t size, std::optional<uint64_t> offs
                         std::to_string(static_cast<const char*>(nul) - json) + "; re-export the model");
   if (nests_deeper_than(json, size, kMaxJsonDepth))
     return decoder.fail(where + " nests deeper than " + std::to_string(kMaxJsonDepth) + " levels; re-export the model");
+  // The two arrays whose length is the blob's to choose, counted in the text before the parser builds anything.
+  static const ArrayLimit kArrayLimits[] = {{"io_bindings", kMaxIoBindings}, {"aliased_io", kMaxAliases}};
+  if (const ArrayLimit* over = find_oversized_array(json, size, kArrayLimits, std::size(kArrayLimits)))
+    return decoder.fail("metadata field '" + std::string(over->key) + "' has more than " + std::to_string(over->limit) +
+                        " entries; re-export the model");
   try {
     const Json doc = Json::parse(json, json + size, /*cb=*/nullptr, /*allow_exceptions=*/false);
     if (doc.is_discarded()) {

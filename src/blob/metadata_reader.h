@@ -11,6 +11,12 @@
 
 namespace etrt::blob::detail {
 
+// The limit messages, shared by the reader (which checks each count before it
+// builds anything sized by it) and validate_metadata, so both say the same.
+std::string too_many_entries(const std::string& path, size_t n, size_t limit);
+// `what` x profiles above kMaxProfileEntries; `what` is "inputs" or "symbolic dims".
+std::string too_many_profile_entries(const char* what, size_t n, size_t profiles);
+
 // `offset` is only for messages; nullopt when the JSON did not come from a blob.
 bool decode_metadata(const char* json, size_t size, std::optional<uint64_t> offset, Metadata* out, std::string* error);
 

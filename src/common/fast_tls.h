@@ -1,8 +1,7 @@
 #pragma once
-// Small thread-locals read on every execution (the profile request, the
-// report pointer, the has-error flag) use the initial-exec TLS model: an
-// access is one load through the thread pointer instead of a __tls_get_addr
-// call. glibc keeps some static TLS in reserve for libraries loaded later
-// with dlopen (as from Python), which a few bytes fit; large thread-locals
-// (the 8 KB last-error text) stay in the default model.
-#define ETRT_FAST_TLS __attribute__((tls_model("initial-exec")))
+// Thread-locals read on every execution. They use the default TLS model:
+// initial-exec would make an access one load instead of a __tls_get_addr
+// call, but it puts all of libetrt's thread-locals (the 8 KB last-error text
+// included) in the static TLS block, which a library loaded with dlopen (as
+// from Python) cannot count on.
+#define ETRT_FAST_TLS

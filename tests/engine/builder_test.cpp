@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "format.h"
+#include "model.h"
 #include "reference_fixtures.h"
 
 namespace etrt::gpufree::testing {
@@ -250,6 +251,55 @@ TEST(ReferenceBuilder, RefusesNegativeSwitchCost) {
   Builder b = llm_builder(test_label());
   b.set_switch_cost_ns(-1);
   EXPECT_NE(build_error(b).find("switch cost -1 ns"), std::string::npos);
+}
+
+// ---- the limits of docs/limits.md hold for built engines as for loaded ones ----
+
+TEST(ReferenceBuilder, ScratchIsCappedAt64GiBAtBuildTimeNotWhenAContextAllocatesIt) {
+  Builder b = llm_builder(test_label());
+  b.set_device_memory_size(uint64_t{1} << 40);
+  EXPECT_NE(build_error(b).find("device memory size 1099511627776 is above the limit 68719476736"), std::string::npos);
+  b.set_device_memory_size(uint64_t{64} << 30);
+  std::unique_ptr<Engine> engine = load(build_or_fail(b));
+  ASSERT_NE(engine, nullptr) << "exactly the limit loads (a context would then ask for all of it)";
+  EXPECT_EQ(engine->device_memory_size(), size_t{64} << 30);
+}
+
+TEST(ReferenceBuilder, RefusesNamesNoCallerCouldUse) {
+  Builder nul(test_label());
+  nul.add_input(std::string("x\0y", 3), DataType::kFloat32, make_shape({2}))
+      .add_output("y", DataType::kFloat32, make_shape({2}))
+      .identity(std::string("x\0y", 3), "y");
+  const std::string error = build_error(nul);
+  EXPECT_NE(error.find("tensor #0 name 'x\\x00y' contains a NUL byte"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\0'), std::string::npos) << "the message is whole";
+  Builder long_name(test_label());
+  long_name.add_input(std::string(kMaxNameLength + 1, 'x'), DataType::kFloat32, make_shape({2}))
+      .add_output("y", DataType::kFloat32, make_shape({2}))
+      .identity(std::string(kMaxNameLength + 1, 'x'), "y");
+  EXPECT_NE(build_error(long_name).find("tensor #0 name is 4097 bytes long, above the limit of 4096"),
+            std::string::npos);
+  Builder bad_utf8("lab\xff");
+  bad_utf8.add_input("x", DataType::kFloat32, make_shape({2}))
+      .add_output("y", DataType::kFloat32, make_shape({2}))
+      .identity("x", "y");
+  EXPECT_NE(build_error(bad_utf8).find("the label 'lab\\xff' is not valid UTF-8"), std::string::npos);
+}
+
+TEST(ReferenceBuilder, BuildsTenThousandsOfOpsInLinearTime) {
+  // 16384 chained ops, each resolving its operands by name: a hash map, not a scan of every tensor per operand.
+  Builder b(test_label());
+  b.add_input("x", DataType::kFloat32, make_shape({2})).add_output("y", DataType::kFloat32, make_shape({2}));
+  std::string previous = "x";
+  for (int k = 0; k < 16383; ++k) {
+    const std::string next = "t" + std::to_string(k);
+    b.scale(previous, 0.5f, next);
+    previous = next;
+  }
+  b.scale(previous, 0.5f, "y");
+  std::unique_ptr<Engine> engine = load(build_or_fail(b));
+  ASSERT_NE(engine, nullptr);
+  EXPECT_EQ(engine->num_io_tensors(), 2);
 }
 
 }  // namespace

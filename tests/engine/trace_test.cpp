@@ -2,8 +2,13 @@
 // engine driven through etrt's TensorRT adapter, as the backend drives it.
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include "reference_fixtures.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+extern "C" size_t __sanitizer_get_current_allocated_bytes();
+#endif
 
 namespace etrt::gpufree::testing {
 namespace {
@@ -212,6 +217,86 @@ TEST(ReferenceTrace, TracingCanBeTurnedOffInTheEngineBytes) {
   engine.reset();
   EXPECT_TRUE(trace_events(label).empty()) << dump(label);
   EXPECT_EQ(trace_counters(label).enqueues, 0);
+}
+
+// Bytes the process has allocated from the heap now (ASan's allocator replaces malloc's under the sanitizers).
+size_t heap_in_use() {
+#if defined(__SANITIZE_ADDRESS__)
+  return __sanitizer_get_current_allocated_bytes();
+#else
+  const struct mallinfo2 info = mallinfo2();
+  return info.uordblks + info.hblkhd;
+#endif
+}
+
+// One load / forward / unload, as a server reloading a model does.
+void load_run_unload(const std::vector<uint8_t>& bytes) {
+  std::unique_ptr<Engine> engine = load(bytes);
+  ASSERT_NE(engine, nullptr);
+  std::unique_ptr<ExecutionContext> context = engine->create_context({});
+  ASSERT_NE(context, nullptr) << engine->last_error();
+  AlignedVector<int64_t> ids = {1, 2};
+  AlignedVector<float> logits;
+  ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
+  ASSERT_TRUE(run_llm(*context, ids, &logits)) << context->last_error();
+}
+
+TEST(ReferenceTraceMemory, ThousandLoadForwardUnloadCyclesDoNotGrowMemory) {
+  const std::string label = test_label();
+  const std::vector<uint8_t> bytes = build_or_fail(llm_builder(label));
+  // Warm up past kMaxEventsKeptAcrossReloads, so the trace is at its steady size.
+  for (int i = 0; i < 300; ++i) load_run_unload(bytes);
+  const size_t events_before = trace_events(label).size();
+  const size_t trace_before = trace_memory_bytes();
+  const size_t heap_before = heap_in_use();
+  for (int i = 0; i < 1000; ++i) load_run_unload(bytes);
+  const size_t trace_after = trace_memory_bytes();
+  const size_t heap_after = heap_in_use();
+  EXPECT_EQ(trace_events(label).size(), events_before);
+  EXPECT_LE(events_before, kMaxEventsKeptAcrossReloads + 16);
+  // The trace's own bytes: the same events, give or take their strings' capacities.
+  EXPECT_LE(trace_after, trace_before + 4096) << trace_before << " -> " << trace_after;
+  // The whole heap: before the trace was bounded it grew by about 2 KB per cycle, 2 MB here.
+  EXPECT_LE(heap_after, heap_before + 64 * 1024) << heap_before << " -> " << heap_after;
+  // The counters still count every cycle; what was released counts as dropped.
+  const TraceCounters c = trace_counters(label);
+  EXPECT_EQ(c.engines_loaded, 1300);
+  EXPECT_EQ(c.enqueues, 1300);
+  EXPECT_EQ(c.contexts_destroyed, 1300);
+  EXPECT_GT(c.dropped_events, 0);
+}
+
+TEST(ReferenceTraceMemory, EventsStayReadableAfterUnloadUntilTheLabelLoadsAgain) {
+  const std::string label = test_label();
+  const std::vector<uint8_t> bytes = build_or_fail(llm_builder(label));
+  load_run_unload(bytes);
+  const std::vector<TraceEvent> first = trace_events(label);
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(first.front().kind, TraceKind::kLoadEngine);
+  EXPECT_EQ(first.back().kind, TraceKind::kDestroyEngine);
+  // A second engine while the first is alive shares the generation: nothing is trimmed.
+  std::unique_ptr<Engine> a = load(bytes);
+  std::unique_ptr<Engine> b = load(bytes);
+  a.reset();
+  b.reset();
+  EXPECT_EQ(trace_events(label).size(), first.size() + 4) << dump(label);
+  EXPECT_EQ(trace_counters(label).engines_loaded, 3);
+}
+
+TEST(ReferenceTraceMemory, LabelsWithNoEngineLeftReleaseTheirEventsBeyondTheRetiredLimit) {
+  const std::string first = test_label() + ".0";
+  std::vector<std::string> labels;
+  for (size_t i = 0; i <= kMaxRetiredTraces + 1; ++i) {
+    labels.push_back(test_label() + "." + std::to_string(i));
+    load_run_unload(build_or_fail(llm_builder(labels.back())));
+  }
+  EXPECT_TRUE(trace_events(first).empty()) << "the oldest retired label's events are released";
+  EXPECT_EQ(trace_counters(first).engines_loaded, 1) << "its counters are not";
+  EXPECT_GT(trace_counters(first).dropped_events, 0);
+  EXPECT_FALSE(trace_events(labels.back()).empty()) << "the newest keeps them";
+  // Clearing a label's trace releases its events at once.
+  clear_trace(labels.back());
+  EXPECT_TRUE(trace_events(labels.back()).empty());
 }
 
 }  // namespace

@@ -42,11 +42,13 @@ def ref_engine(label: str, inputs: Sequence[Tuple[str, str, Sequence[int]]],
                cuda_mode: bool = False, streamable_weights: bool = False, flags: Optional[int] = None,
                ops: Optional[bytes] = None, version: int = 2, trailing: bytes = b"") -> bytes:
     """A reference engine (format v2). ``profiles[p][k]`` = (min, opt, max) of
-    input k under profile p. Each output is an identity copy of an input,
-    except those in ``kv_updates``: ``{output: (cache, update, write_indices)}``
-    (input names) get a kv_cache_update op, which makes the output alias the
-    cache input. ``ops`` replaces the op table (count included); ``flags``,
-    ``version`` and ``trailing`` forge the header and payload."""
+    input k under profile p. Each output is an identity copy of the first input
+    of its dtype and declared shape (of input ``k % len(inputs)`` when there is
+    none, which the runtime refuses), except those in ``kv_updates``:
+    ``{output: (cache, update, write_indices)}`` (input names) get a
+    kv_cache_update op, which makes the output alias the cache input. ``ops``
+    replaces the op table (count included); ``flags``, ``version`` and
+    ``trailing`` forge the header and payload."""
     kv_updates = kv_updates or {}
     if flags is None:
         flags = 1 | (2 if cuda_mode else 0) | (4 if streamable_weights else 0)
@@ -70,7 +72,8 @@ def ref_engine(label: str, inputs: Sequence[Tuple[str, str, Sequence[int]]],
                 cache, update, where = kv_updates[name]
                 ops += ref_op(7, ids[cache], ids[update], ids[where], out=ids[name])
             else:
-                ops += ref_op(6, k % max(1, len(inputs)), out=len(inputs) + k)  # identity
+                same = [i for i, (_, d, sh) in enumerate(inputs) if (d, list(sh)) == (outputs[k][1], list(outputs[k][2]))]
+                ops += ref_op(6, same[0] if same else k % max(1, len(inputs)), out=len(inputs) + k)  # identity
     payload += ops + trailing
     header = b"ETRF" + struct.pack("<IQII", version, len(payload), checksum(payload), 0)
     return header + payload

@@ -360,3 +360,91 @@ def test_mutated_blobs_raise_only_blob_error(llm_metadata):
         accepted += 1
         assert parse_blob(write_blob(metadata, engine))[0] == metadata
     assert accepted > 50
+
+
+# --- limits (docs/limits.md), linear time, names in messages ---------------------------------------------------
+
+
+def _raw(metadata_json: bytes) -> bytes:
+    """A well-formed layout around any metadata text (the C++ tests' raw_blob)."""
+    eo = (blob.HEADER_SIZE + len(metadata_json) + 15) // 16 * 16
+    header = struct.pack(blob.HEADER_FORMAT, b"TR01", blob.HEADER_SIZE, len(metadata_json), eo, 16, blob.RESERVED)
+    return header + metadata_json + b"\x00" * (eo - blob.HEADER_SIZE - len(metadata_json)) + bytes(16)
+
+
+def _many_bindings(n: int, last: str = "") -> bytes:
+    items = [{"name": last if last and k == n - 1 else f"b{k}", "is_input": k % 2 == 0} for k in range(n)]
+    return json.dumps({"io_bindings": items}, separators=(",", ":")).encode()
+
+
+def test_bindings_at_the_limit_parse_and_a_duplicate_among_them_is_found_quickly():
+    import time
+
+    metadata, _ = parse_blob(_raw(_many_bindings(blob.MAX_IO_BINDINGS)))
+    assert len(metadata.io_bindings) == 16384
+    start = time.perf_counter()
+    assert "io_bindings[0] and io_bindings[16383] are both named 'b0'" in _error(
+        _raw(_many_bindings(blob.MAX_IO_BINDINGS, "b0")))
+    assert time.perf_counter() - start < 5
+
+
+def test_too_many_bindings_are_refused_from_the_text_before_parsing():
+    body = b",".join([b"0"] * (blob.MAX_IO_BINDINGS + 1))
+    assert "metadata field 'io_bindings' has more than 16384 entries" in _error(_raw(b'{"io_bindings":[' + body + b"],"))
+    assert "metadata field 'aliased_io' has more than 16384 entries" in _error(
+        _raw(b'{"io_bindings":[],"aliased_io":[' + body + b"]}"))
+
+
+@pytest.mark.parametrize("text, over", [
+    ('{"io_bindings":[1,2,3]}', True),
+    ('{"io_bindings":[1,2]}', False),
+    ('{"io_bindings":[[1,2,3],{"a":[1,2,3]}]}', False),
+    ('{"x":{"io_bindings":[1,2,3]}}', False),
+    ('{"x":"io_bindings","y":[1,2,3]}', False),
+    ('{"io_bindings":["a,b,c,d"]}', False),
+    ('{"io\\u005fbindings":[1,2,3]}', False),
+    ('{"io_bindings":[1,2,3],"io_bindings":[]}', True),
+    (' { "io_bindings" : [ 1 , 2 , 3 ] } ', True),
+])
+def test_the_text_scan_counts_only_top_level_arrays_of_its_keys(text, over, monkeypatch):
+    monkeypatch.setitem(blob._ARRAY_LIMITS, "io_bindings", 2)
+    assert (blob._scan_structure(text, 64)[1] == "io_bindings") == over
+
+
+def test_metadata_above_16_mib_is_refused_before_parsing():
+    prefix = b'{"io_bindings":[],"serialized_metadata":"'
+    at_limit = prefix + b"a" * (blob.MAX_METADATA_SIZE - len(prefix) - 2) + b'"}'
+    assert len(at_limit) == 16 * 2**20
+    blob.metadata_from_json(at_limit)
+    over = prefix + b"a" * (blob.MAX_METADATA_SIZE - len(prefix) - 1) + b'"}'
+    assert ("metadata (16777217 bytes at offset 32) is larger than the limit of 16777216 bytes"
+            in _error(_raw(over)))
+
+
+def test_the_signature_is_held_to_the_profile_limits():
+    assert "profile_signature.num_profiles is 2147483647, above the limit of 256" in _error(_raw(
+        b'{"io_bindings":[],"profile_signature":{"num_profiles":2147483647,"inputs":[]}}'))
+    m = Metadata(io_bindings=[IoBinding("x", is_input=True)], profile_signature=ProfileSignature(
+        2, [SignatureInput("x", [ProfileBounds([1], [1], [1])] * 2)],
+        [SymbolicDim("s", "x", 0, [(1, 1), (1, 1)])] * (blob.MAX_PROFILE_ENTRIES // 2 + 1)))
+    with pytest.raises(BlobError, match="profile_signature has 32769 symbolic dims x 2 profiles = 65538 entries"):
+        blob.validate_metadata(m)
+
+
+def test_the_writer_refuses_what_the_reader_would():
+    m = Metadata(io_bindings=[IoBinding(f"b{k}") for k in range(blob.MAX_IO_BINDINGS + 1)])
+    with pytest.raises(BlobError, match="metadata field 'io_bindings' has 16385 entries, above the limit of 16384"):
+        write_blob(m, b"e")
+    with pytest.raises(BlobError, match="io_bindings\\[0\\].name is 4097 bytes long, above the limit of 4096"):
+        write_blob(Metadata(io_bindings=[IoBinding("n" * 4097)]), b"e")
+    write_blob(Metadata(io_bindings=[IoBinding("n" * 4096)]), b"e")
+
+
+def test_names_in_messages_have_control_characters_escaped():
+    assert blob.escape_name("a\x00b") == "a\\x00b"
+    assert blob.escape_name("tab\there\x7f") == "tab\\x09here\\x7f"
+    assert blob.escape_name("back\\slash") == "back\\\\slash"
+    assert blob.escape_name("entr\u00e9e") == "entr\u00e9e"
+    message = _error(_raw(b'{"io_bindings":[{"name":"in\\u0000put"}]}'))
+    assert "io_bindings[0].name 'in\\x00put' contains a NUL byte" in message and "\x00" not in message
+    assert "are both named 'a\\x0ab'" in _error(_raw(b'{"io_bindings":[{"name":"a\\nb"},{"name":"a\\nb"}]}'))

@@ -84,17 +84,26 @@ def test_hand_built_kv_update_aliases_its_cache():
     (lambda: kv_engine(version=1), "format version 1 is not the version this etrt reads (2); rebuild the engine"),
     (lambda: kv_engine(trailing=b"\x00"), "1 unexpected bytes after the last op"),
     (lambda: kv_engine(trailing=B.ref_op(6, 0, out=4)), "25 unexpected bytes after the last op"),
-    (lambda: kv_engine(ops=struct.pack("<I", 1) + B.ref_op(9, 0, out=3)), "op #0 has unknown kind 9"),
-    (lambda: kv_engine(ops=struct.pack("<I", 1) + B.ref_op(0, 0, out=3)), "op #0 has unknown kind 0"),
+    # The C++ deserializer's words (validate() in nvinfer/src/model.cpp), after "invalid engine: ".
+    (lambda: kv_engine(ops=struct.pack("<I", 1) + B.ref_op(9, 0, out=3)),
+     "reference engine: invalid engine: op #0 (unknown) has an unknown kind"),
+    (lambda: kv_engine(ops=struct.pack("<I", 1) + B.ref_op(0, 0, out=3)), "op #0 (unknown) has an unknown kind"),
     (lambda: kv_engine(ops=struct.pack("<I", 1) + B.ref_op(6, 5, out=3)),
-     "op #0 (identity) operand a is tensor #5, which does not exist (5 tensors)"),
-    (lambda: kv_engine(ops=struct.pack("<I", 1) + B.ref_op(6, -2, out=3)), "operand a is tensor #-2"),
+     "op #0 (identity) refers to a tensor that does not exist"),
+    (lambda: kv_engine(ops=struct.pack("<I", 1) + B.ref_op(6, -2, out=3)),
+     "op #0 (identity) refers to a tensor that does not exist"),
     (lambda: kv_engine(ops=struct.pack("<I", 1) + B.ref_op(6, 0, out=7)),
-     "op #0 (identity) writes tensor #7, which does not exist"),
+     "op #0 (identity) refers to a tensor that does not exist"),
+    (lambda: kv_engine(ops=struct.pack("<I", 1) + B.ref_op(6, 0, 1, out=3)),
+     "op #0 (identity) has operand 1 set, but identity takes 1"),
     (lambda: kv_engine(ops=struct.pack("<I", 1) + B.ref_op(7, 4, 1, 2, out=3)),
-     "op #0 (kv_cache_update): its cache (operand a, tensor #4) must be an engine input"),
+     "op #0 (kv_cache_update) reads 'echo' before any op writes it"),
     (lambda: kv_engine(ops=struct.pack("<I", 1) + B.ref_op(7, 0, 1, 2, out=1)),
-     "op #0 (kv_cache_update): its result (tensor #1) must be an engine output"),
+     "op #0 (kv_cache_update) writes 'update', which is not an output or intermediate"),
+    (lambda: kv_engine(ops=struct.pack("<I", 2) + B.ref_op(6, 0, out=4) + B.ref_op(7, 4, 1, 2, out=3)),
+     "op #1 (kv_cache_update): cache 'echo' must be a float32 engine input"),
+    (lambda: kv_engine(ops=struct.pack("<I", 1) + B.ref_op(4, 0, out=4, factor=float("nan"))),
+     "op #0 (scale): scale factor must be finite"),
     (lambda: kv_engine(ops=struct.pack("<I", 2) + B.ref_op(6, 0, out=3)), "the op count 2 needs at least 50 more "
                                                                            "bytes, only 25 remain"),
 ])
@@ -126,3 +135,61 @@ def test_truncation_anywhere_in_the_op_table_is_refused_cleanly():
     for cut in range(1, 3 * OP_RECORD_SIZE + 4):
         with pytest.raises(ReferenceEngineError):
             read_reference_engine(reseal(data, payload[:-cut]))
+
+
+# --- the shared vectors (tests/vectors/engine; tests/engine/format_test.cpp reads them too) -------------------
+
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ENGINE_VECTORS = Path(__file__).resolve().parents[1] / "vectors" / "engine"
+VALID_ENGINES = sorted(p.stem for p in ENGINE_VECTORS.glob("*.engine"))
+INVALID_ENGINES = json.loads((ENGINE_VECTORS / "invalid" / "invalid.json").read_text())
+
+
+@pytest.mark.parametrize("case", VALID_ENGINES)
+def test_valid_engine_vector_decodes_to_its_description(case):
+    spec = importlib.util.spec_from_file_location("make_engine_vectors", ENGINE_VECTORS / "make_vectors.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    data = (ENGINE_VECTORS / f"{case}.engine").read_bytes()
+    assert module.describe(data) == json.loads((ENGINE_VECTORS / f"{case}.json").read_text())
+
+
+@pytest.mark.parametrize("case", INVALID_ENGINES, ids=[c["case"] for c in INVALID_ENGINES])
+def test_invalid_engine_vector_is_refused_with_the_runtimes_message(case):
+    data = (ENGINE_VECTORS / "invalid" / f"{case['case']}.engine").read_bytes()
+    engine, error = try_read_reference_engine(data)
+    if case["case"] == "not_etrf":  # not a reference engine at all: an opaque plan to the tools
+        assert (engine, error) == (None, None)
+        with pytest.raises(ReferenceEngineError) as e:
+            read_reference_engine(data)
+        error = str(e.value)
+    assert engine is None
+    assert error == case["error"]
+
+
+def test_every_invalid_engine_vector_is_listed():
+    assert sorted(p.stem for p in (ENGINE_VECTORS / "invalid").glob("*.engine")) == sorted(
+        c["case"] for c in INVALID_ENGINES)
+
+
+def test_committed_engine_vectors_match_a_fresh_generation(tmp_path):
+    spec = importlib.util.spec_from_file_location("make_engine_vectors", ENGINE_VECTORS / "make_vectors.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.write_all(tmp_path)
+    fresh = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    committed = sorted(p.relative_to(ENGINE_VECTORS) for p in ENGINE_VECTORS.rglob("*")
+                       if p.is_file() and p.suffix in (".json", ".engine"))
+    assert fresh == committed
+    for rel in fresh:
+        assert (tmp_path / rel).read_bytes() == (ENGINE_VECTORS / rel).read_bytes(), rel
+
+
+def test_the_scratch_an_engine_asks_for_is_capped_at_64_gib():
+    from etrt.reference_engine import MAX_DEVICE_MEMORY
+
+    at_limit = read_reference_engine((ENGINE_VECTORS / "scratch_at_limit.engine").read_bytes())
+    assert at_limit.device_memory_size == MAX_DEVICE_MEMORY == 64 * 2**30

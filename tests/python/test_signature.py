@@ -253,3 +253,24 @@ def test_duplicate_inputs_are_refused():
 def test_symbolic_dim_objects_are_accepted():
     sig = Signature.from_bounds({"x": [([1], [1], [4])]}, [SymbolicDim("n", "x", 0, ((1, 4),))])
     assert sig.symbol_ranges("n") == ((1, 4),)
+
+
+def test_queries_stay_linear_on_thousands_of_inputs_and_symbols():
+    import time
+
+    n = 4096
+    start = time.perf_counter()
+    sig = Signature.from_bounds({f"in_{k}": [([1, 1], [1, 2], [1, 8])] for k in range(n)},
+                                symbolic_dims={"seq": [(f"in_{k}", 1) for k in range(n)]})
+    assert sig.problems() == []
+    assert all(sig.input(f"in_{k}").rank == 2 for k in range(n))
+    assert sig.symbol_ranges("seq") == ((1, 8),)
+    assert time.perf_counter() - start < 5  # comparing every pair took minutes at this size
+
+
+def test_more_profiles_than_the_runtime_accepts_are_refused():
+    from etrt.signature import MAX_PROFILES
+
+    assert MAX_PROFILES == 256
+    with pytest.raises(SignatureError, match="above the limit of 256"):
+        Signature(257, ())

@@ -20,7 +20,8 @@ def test_passes_multi_profile_with_static_one_profile_and_foreign_beside_it():
     assert r.ok
     c = B.codes(r)
     assert c["error"] == [] and c["warning"] == []
-    assert sorted(c["info"]) == ["foreign-backend", "static-single-profile"]
+    # Every opaque plan is said to leave its output capacity unchecked.
+    assert sorted(c["info"]) == ["foreign-backend"] + ["output-capacity-unchecked"] * 3 + ["static-single-profile"]
     assert [d.ref.backend_id for d in r.delegates] == ["TensorRTBackend"] * 2 + ["XnnpackBackend", "TensorRTBackend"]
     assert [d.num_profiles for d in r.tensorrt_delegates] == [2, 1, 2]
     assert r.verdict() == "OK: 3 TensorRT delegate(s), 0 error(s), 0 warning(s)"
@@ -77,7 +78,7 @@ def test_dynamic_one_profile_delegate_alone_is_only_info():
                                     [("x", "float32", [1, 8], True)], [("y", "float32", [1, 8], True)])
     r = validate_program(pte)
     assert r.ok and r.warnings == []
-    assert B.codes(r)["info"] == ["dynamic-single-profile"]
+    assert B.codes(r)["info"] == ["output-capacity-unchecked", "dynamic-single-profile"]
 
 
 def test_profile_max_above_the_planned_upper_bound_fails():
@@ -223,7 +224,8 @@ def test_reference_engine_profiles_stand_in_for_a_missing_signature():
     d = r.delegates[0]
     assert d.engine_kind == "reference" and d.signature_source == "engine" and d.num_profiles == 2
     bad = validate_program(_ref_program(planned=64))
-    assert [e.code for e in bad.errors] == ["exceeds-planned-bounds"]
+    # The input's profile max, and the output the engine then produces, both exceed the plan.
+    assert [e.code for e in bad.errors] == ["exceeds-planned-bounds", "exceeds-planned-output"]
 
 
 def test_signature_agreeing_with_the_reference_engine_passes_and_disagreeing_fails():
@@ -297,8 +299,8 @@ def test_reference_reader_refuses_damaged_engines(mutate, message):
 
 
 @pytest.mark.parametrize("inputs, profiles, message", [
-    ([("ids", "int64", [1, -1])], [[([1], [1], [1])]], "must have the input's rank 2"),
-    ([("ids", "int64", [1, -1])], [[([1, 4], [1, 2], [1, 8])]], "0 <= min <= opt <= max"),
+    ([("ids", "int64", [1, -1])], [[([1], [1], [1])]], "must be static shapes of the declared rank 2"),
+    ([("ids", "int64", [1, -1])], [[([1, 4], [1, 2], [1, 8])]], "needs min <= opt <= max, got 4 <= 2 <= 8"),
     ([("ids", "int64", [1, 8])], [[([1, 4], [1, 8], [1, 8])]], "declared static 8"),
     ([("out", "int64", [1, -1])], [[([1, 1], [1, 1], [1, 1])]], "'out' is used twice"),
     ([], [[], []], "an engine without inputs has one profile"),
@@ -739,3 +741,90 @@ def test_a_placeholder_constant_buffer_beside_an_empty_constant_segment_loads():
 
     r = validate_program(_constants_program(placeholder))
     assert r.ok, r.format()
+
+
+# --- what each profile produces against the planned output capacity; engines the runtime refuses --------------
+
+GROW_IN = [("ids", "int64", [1, -1])]
+GROW_OUT = [("h", "float32", [1, -1, 8])]
+
+
+def _grow_engine(max_seq=128, out_decl=(1, -1, 8)):
+    """ids [1, S] -> embedding (table [16, 8]) -> h [1, S, 8]; profile 0 decode, profile 1 prefill 2..max_seq."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "engine_vectors", Path(__file__).resolve().parents[1] / "vectors" / "engine" / "make_vectors.py")
+    E = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(E)
+    return E.engine(label="grow", io=[E.inp("ids", E.I64, [1, -1]), E.out("h", E.F32, list(out_decl))],
+                    constants=[("table", [16, 8], 128)],
+                    profiles=[[([1, 1], [1, 1], [1, 1])], [([1, 2], [1, 64], [1, max_seq])]],
+                    ops=[E.op(E.EMBEDDING, 0, 2, o=1)])
+
+
+def _grow_program(out_sizes, out_dynamic=True, engine=None):
+    b = B.trt_blob(GROW_IN, GROW_OUT, None, engine or _grow_engine())
+    return B.single_delegate_program(b, [("ids", "int64", [1, 128], True)], [("h", "float32", out_sizes, out_dynamic)])
+
+
+def test_the_reference_engine_computes_each_profiles_output_shapes():
+    eng = read_reference_engine(_grow_engine())
+    assert eng.output_shapes(0) == {"h": (1, 1, 8)}
+    assert eng.output_shapes(1, "min") == {"h": (1, 2, 8)} and eng.output_shapes(1) == {"h": (1, 128, 8)}
+
+
+def test_an_output_planned_smaller_than_a_profile_produces_is_an_error():
+    assert validate_program(_grow_program([1, 128, 8])).ok
+    r = validate_program(_grow_program([1, 64, 8]))
+    (e,) = r.errors
+    assert e.code == "exceeds-planned-output"
+    for part in ("'forward' delegate 0", "output 'h' (value 1, planned upper bound [1, 64, 8])",
+                 "profile 1 produces up to [1, 128, 8] (dim 1: 128 > 64)", "InvalidArgument",
+                 "an upper bound of at least [1, 128, 8]"):
+        assert part in e.message, e.message
+
+
+def test_an_output_of_another_rank_is_an_error_and_a_static_one_a_profile_cannot_fill_a_warning():
+    (e,) = validate_program(_grow_program([1, 1024])).errors
+    assert e.code == "output-rank-mismatch" and "profile 0 produces [1, 1, 8]" in e.message
+    r = validate_program(_grow_program([1, 128, 8], out_dynamic=False))
+    assert r.ok and [w.code for w in r.warnings] == ["static-output-mismatch"]
+    assert "profile 0 produces [1, 1, 8]; profile 1 produces [1, 2, 8] to [1, 128, 8]" in r.warnings[0].message
+
+
+def test_an_opaque_plan_says_its_output_capacity_is_unchecked():
+    b = B.trt_blob(GROW_IN, GROW_OUT, B.llm_signature(("ids",), max_seq=128))
+    r = validate_program(B.single_delegate_program(b, [("ids", "int64", [1, 128], True)],
+                                                   [("h", "float32", [1, 1, 8], True)]))
+    (info,) = [f for f in r.infos if f.code == "output-capacity-unchecked"]
+    assert "opaque TensorRT plan" in info.message and "was not checked" in info.message
+
+
+@pytest.mark.parametrize("case, fragment", [
+    ("device_memory_2_pow_40", "device memory size 1099511627776 is above the limit 68719476736"),
+    ("negative_dim", "has an invalid shape [-2]"),
+    ("op_unknown_kind", "has an unknown kind"),
+    ("op_operand_out_of_range", "refers to a tensor that does not exist"),
+    ("scale_nan", "scale factor must be finite"),
+    ("trailing_bytes", "1 unexpected bytes after the last op"),
+    ("duplicate_names", "tensor name 'x' is used twice"),
+])
+def test_engines_the_runtime_refuses_at_load_fail_validation(case, fragment):
+    from pathlib import Path
+
+    engine = (Path(__file__).resolve().parents[1] / "vectors" / "engine" / "invalid" / f"{case}.engine").read_bytes()
+    blob_bytes = blob.write_blob(blob.Metadata(), engine)  # io_bindings empty: the engine's own IO
+    r = validate_program(B.single_delegate_program(blob_bytes, [("x", "float32", [4], False)],
+                                                   [("y", "float32", [4], False)]))
+    (e,) = r.errors
+    assert e.code == "corrupt-engine" and fragment in e.message and r.bad_input == [e]
+
+
+def test_a_signature_above_the_profile_limit_is_refused_by_the_exporter():
+    from etrt.signature import SignatureError
+
+    with pytest.raises(SignatureError, match="num_profiles is 257, above the limit of 256"):
+        Signature.from_bounds({"x": [([1], [1], [1])] * 257})
+    assert Signature.from_bounds({"x": [([1], [1], [1])] * 256}).num_profiles == 256

@@ -16,7 +16,21 @@
 // apart. The sink is mutex-protected. Tracing costs a lock and a small copy per
 // call; turn it off globally (set_tracing_enabled) or per engine, when it is
 // built (Builder::set_tracing), when measuring.
+//
+// Memory is bounded: a label keeps at most kMaxTraceEvents events. When every
+// engine of a label has been destroyed its events stay readable (a test reads
+// them after unloading its Module); when an engine with that label loads again,
+// only the newest kMaxEventsKeptAcrossReloads of them stay, so a process that
+// loads, runs and unloads a model over and over holds a fixed amount. When more
+// than kMaxRetiredTraces labels have no engine alive and still hold events, the
+// oldest such label's events are released. The counters are never released
+// (clear_trace resets them), so they stay exact; released events count as
+// dropped. A few hundred bytes per distinct label stay for the life of the
+// process. An engine destroyed while tracing is off leaves no kDestroyEngine
+// behind, so its label keeps counting it as alive: its events are then bounded
+// by kMaxTraceEvents alone.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -88,11 +102,16 @@ struct TraceCounters {
   int64_t failed_enqueues = 0;
   int64_t failures = 0;               // every refused call of any kind
   int32_t last_enqueue_profile = -1;  // profile of the last successful enqueue; -1 if none
-  int64_t dropped_events = 0;         // events not kept because the list was full
+  int64_t dropped_events = 0;         // events not kept: the list was full, or they belonged to an earlier
+                                      // generation of engines of this label (see above)
 };
 
 // The list keeps the newest this many events per label.
 inline constexpr size_t kMaxTraceEvents = 100000;
+// Of a label's events from before its engines were all destroyed, a new load keeps the newest this many.
+inline constexpr size_t kMaxEventsKeptAcrossReloads = 1024;
+// Labels whose engines are all destroyed keep their events for reading until this many more such labels do.
+inline constexpr size_t kMaxRetiredTraces = 64;
 
 ETRT_GPUFREE_API std::vector<TraceEvent> trace_events(const std::string& label);
 ETRT_GPUFREE_API TraceCounters trace_counters(const std::string& label);
@@ -102,6 +121,8 @@ ETRT_GPUFREE_API int32_t last_enqueue_profile(const std::string& label);
 // Forgets the events and counters of `label` / of every label.
 ETRT_GPUFREE_API void clear_trace(const std::string& label);
 ETRT_GPUFREE_API void clear_all_traces();
+// Heap bytes the trace holds (records, labels, events and what they own), for tests that check it stays bounded.
+ETRT_GPUFREE_API size_t trace_memory_bytes();
 
 // Global switch, on by default; an engine records only when this and its own flag are both on.
 ETRT_GPUFREE_API void set_tracing_enabled(bool enabled);
@@ -111,7 +132,8 @@ ETRT_GPUFREE_API bool tracing_enabled();
 ETRT_GPUFREE_API std::string to_string(const TraceEvent& event);
 
 namespace detail {
-// One label's record. Engines look theirs up once at load and keep the pointer; records are never freed.
+// One label's record. Engines look theirs up once at load and keep the pointer; records are never freed (their
+// events are, see above). Each call counts one more live engine of `label`; its kDestroyEngine event counts it gone.
 struct TraceRecord;
 ETRT_GPUFREE_API TraceRecord* trace_record(const std::string& label);
 ETRT_GPUFREE_API void record(TraceRecord* record, TraceEvent event);

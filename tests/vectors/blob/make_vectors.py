@@ -221,6 +221,49 @@ def invalid_cases():
         "signature_symbolic_dim_out_of_rank": (sig(lambda s: s["symbolic_dims"][0].update(dim=2)),
                                                "profile_signature.symbolic_dims[0] 'seq_len' is dim 2 of input "
                                                "'input_ids', which has rank 2"),
+        # Names are quoted with control characters escaped; a NUL cannot name a TensorRT tensor.
+        "binding_name_nul": (raw_blob(compact(metadata([binding("in\x00put", True)])), engine(16)),
+                             "io_bindings[0].name 'in\\x00put' contains a NUL byte; TensorRT tensor names are C "
+                             "strings"),
+        "binding_names_duplicate_control": (
+            raw_blob(compact(metadata([binding("a\nb", True), binding("a\nb", False)])), engine(16)),
+            "io_bindings[0] and io_bindings[1] are both named 'a\\x0ab'"),
+        "alias_unknown_input_escaped": (
+            raw_blob(compact(metadata([binding("x", True), binding("y", False)],
+                                      aliased_io=[{"output": "y", "input": "\\\x7f", "kind": "user"}])),
+                     engine(16), b"TR02"),
+            "aliased_io[0].input '\\\\\\x7f' is not an input in io_bindings"),
+        # The limits (docs/limits.md), each checked before anything sized by it is built.
+        "binding_name_too_long": (raw_blob(compact(metadata([binding("n" * 4097, True)])), engine(16)),
+                                  "io_bindings[0].name is 4097 bytes long, above the limit of 4096"),
+        # Counted in the text, before anything is parsed (and so before the parser allocates for them)...
+        "io_bindings_above_limit": (raw_blob(b'{"io_bindings":[' + b",".join([b"0"] * 16385) + b"]}", engine(16)),
+                                    "metadata field 'io_bindings' has more than 16384 entries"),
+        "aliased_io_above_limit": (raw_blob(b'{"io_bindings":[],"aliased_io":[' + b",".join([b"0"] * 16385) + b"]}",
+                                            engine(16)),
+                                   "metadata field 'aliased_io' has more than 16384 entries"),
+        "io_bindings_above_limit_then_broken_json": (
+            raw_blob(b'{"io_bindings":[' + b",".join([b"0"] * 16385) + b"],", engine(16)),
+            "metadata field 'io_bindings' has more than 16384 entries"),
+        "io_bindings_above_limit_under_a_repeated_key": (
+            raw_blob(b'{"io_bindings":[' + b",".join([b"0"] * 16385) + b'],"io_bindings":[]}', engine(16)),
+            "metadata field 'io_bindings' has more than 16384 entries"),
+        # ...and, for a key the text scan does not recognize (written with an escape), counted after parsing.
+        "io_bindings_above_limit_escaped_key": (
+            raw_blob(b'{"io\\u005fbindings":[' + b",".join([b"0"] * 16385) + b"]}", engine(16)),
+            "metadata field 'io_bindings' has 16385 entries, above the limit of 16384"),
+        "signature_num_profiles_above_limit": (
+            raw_blob(compact(metadata([binding("x", True)],
+                                      profile_signature={"num_profiles": 2**31 - 1, "inputs": []})), engine(16)),
+            "profile_signature.num_profiles is 2147483647, above the limit of 256"),
+        "signature_profiles_above_limit": (
+            raw_blob(compact(metadata([binding("x", True)], profile_signature={
+                "num_profiles": 257, "inputs": [{"name": "x", "profiles": [0] * 257}]})), engine(16)),
+            "metadata field 'profile_signature.inputs[0].profiles' has 257 entries, above the limit of 256"),
+        "signature_table_above_limit": (
+            raw_blob(compact(metadata([binding("x", True)], profile_signature={
+                "num_profiles": 256, "inputs": [{"name": "x", "profiles": [{}] * 256}] + [0] * 256})), engine(16)),
+            "profile_signature has 257 inputs x 256 profiles = 65792 entries, above the limit of 65536"),
     }
     return cases
 

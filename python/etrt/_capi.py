@@ -1,0 +1,130 @@
+"""ctypes declarations of libetrt's C ABI (``include/etrt/c_api.h``).
+
+Internal: :mod:`etrt.runtime` is the public face. This module only loads a
+given library file and checks its ABI version; it imports neither torch nor
+ExecuTorch, so the C ABI can be tested on its own.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Optional
+
+#: The C ABI version this module speaks (ETRT_ABI_VERSION).
+ABI_VERSION = 1
+
+OK = 0
+E_INVALID_ARGUMENT = 1
+E_OUT_OF_ORDER = 2
+E_BAD_HANDLE = 3
+E_NO_MEMORY = 4
+
+REQUEST_DEFAULT, REQUEST_PINNED, REQUEST_AUTO = 0, 1, 2
+POLICY_STICKY_FIRST_FIT, POLICY_FIRST_FIT = 0, 1
+
+ERROR_NAMES = {E_INVALID_ARGUMENT: "invalid argument", E_OUT_OF_ORDER: "out of order",
+               E_BAD_HANDLE: "bad handle", E_NO_MEMORY: "out of memory"}
+
+
+class ExecutionRecordStruct(ctypes.Structure):
+    _fields_ = [
+        ("delegate", ctypes.c_char * 64),
+        ("profile", ctypes.c_int32),
+        ("num_profiles", ctypes.c_int32),
+        ("switched", ctypes.c_uint8),
+        ("pin_ignored", ctypes.c_uint8),
+        ("ok", ctypes.c_uint8),
+        ("reserved", ctypes.c_uint8),
+    ]
+
+
+class AbiError(ImportError):
+    """The library is not a libetrt this package can drive."""
+
+
+_SIGNATURES = {
+    "etrt_abi_version": (ctypes.c_uint32, []),
+    "etrt_version": (ctypes.c_char_p, []),
+    "etrt_profile_push_pinned": (ctypes.c_int, [ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32)]),
+    "etrt_profile_push_auto": (ctypes.c_int, [ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32)]),
+    "etrt_profile_pop": (ctypes.c_int, [ctypes.c_uint32]),
+    "etrt_profile_depth": (ctypes.c_uint32, []),
+    "etrt_profile_current": (None, [ctypes.POINTER(ctypes.c_int32)] * 3),
+    "etrt_report_create": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
+    "etrt_report_destroy": (ctypes.c_int, [ctypes.c_void_p]),
+    "etrt_report_counts": (ctypes.c_int, [ctypes.c_void_p] + [ctypes.POINTER(ctypes.c_uint64)] * 3),
+    "etrt_report_capacity": (ctypes.c_uint64, []),
+    "etrt_report_entry": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint64, ctypes.POINTER(ExecutionRecordStruct),
+                                         ctypes.c_size_t]),
+    "etrt_report_clear": (ctypes.c_int, [ctypes.c_void_p]),
+    "etrt_counter": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int64)]),
+    "etrt_last_error_message": (ctypes.c_char_p, []),
+    "etrt_has_last_error": (ctypes.c_int, []),
+    "etrt_clear_last_error": (None, []),
+    "etrt_set_default_load_option_bool": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                                                         ctypes.c_size_t]),
+    "etrt_set_default_load_option_int": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int32, ctypes.c_char_p,
+                                                        ctypes.c_size_t]),
+    "etrt_set_default_load_option_string": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                                           ctypes.c_size_t]),
+    "etrt_clear_default_load_options": (None, [ctypes.c_char_p]),
+    "etrt_default_load_options": (ctypes.c_size_t, [ctypes.c_char_p, ctypes.c_size_t]),
+    "etrt_default_load_options_reads": (ctypes.c_uint64, []),
+}
+
+
+class CApi:
+    """The functions of one loaded libetrt, typed. ``lib`` keeps it loaded."""
+
+    def __init__(self, lib: ctypes.CDLL, path: str) -> None:
+        self.lib = lib
+        self.path = path
+        try:
+            version_fn = lib.etrt_abi_version
+        except AttributeError:
+            raise AbiError(f"{path} has no etrt_abi_version(): it is not a libetrt with the C ABI "
+                           "(include/etrt/c_api.h); rebuild etrt") from None
+        version_fn.restype = ctypes.c_uint32
+        version_fn.argtypes = []
+        self.abi_version = int(version_fn())
+        if self.abi_version != ABI_VERSION:
+            raise AbiError(f"{path} speaks etrt C ABI version {self.abi_version}, this Python package speaks "
+                           f"{ABI_VERSION}: install the etrt package and its native library together")
+        for name, (restype, argtypes) in _SIGNATURES.items():
+            try:
+                fn = getattr(lib, name)
+            except AttributeError:
+                raise AbiError(f"{path} lacks {name}() of C ABI version {ABI_VERSION}; rebuild etrt") from None
+            fn.restype = restype
+            fn.argtypes = argtypes
+            if name != "etrt_abi_version":  # self.abi_version is the number
+                setattr(self, name[len("etrt_"):], fn)
+
+    # Small conveniences used by etrt.runtime and the tests.
+
+    def current(self):
+        kind, index, policy = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int32()
+        self.profile_current(ctypes.byref(kind), ctypes.byref(index), ctypes.byref(policy))
+        return kind.value, index.value, policy.value
+
+    def last_error(self) -> str:
+        return (self.last_error_message() or b"").decode("utf-8", errors="replace")
+
+    def defaults_text(self) -> str:
+        size = self.default_load_options(None, 0)
+        buffer = ctypes.create_string_buffer(size + 1)
+        self.default_load_options(buffer, size + 1)
+        return buffer.value.decode("utf-8", errors="replace")
+
+
+def load(path: str, mode: Optional[int] = None) -> CApi:
+    """Loads ``path`` (``RTLD_GLOBAL`` unless ``mode`` says otherwise) and binds its C ABI."""
+    try:
+        lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL if mode is None else mode)
+    except OSError as e:
+        if "static TLS" in str(e):
+            raise OSError(f"{e}. A library loaded with dlopen (as ctypes does) must fit its thread-locals into "
+                          "glibc's small static TLS reserve; this libetrt's do not: rebuild it from a current "
+                          "etrt") from e
+        raise
+    return CApi(lib, path)

@@ -1,0 +1,122 @@
+"""The small models the real-export suite exports, each with what it is
+exported with. Deterministic weights (a seeded generator)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import torch
+from torch.export import Dim
+
+import etrt_export  # noqa: F401  (registers etrt_test::kv_cache_update)
+
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+class Static(torch.nn.Module):
+    """One static delegate: y = x * 3 + b."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.b = torch.nn.Parameter(torch.randn(4, generator=_gen(1)))
+
+    def forward(self, x):
+        return x * 3.0 + self.b
+
+
+class Projection(torch.nn.Module):
+    """One dynamic delegate: token embedding, scale, projection with bias (matmul: view/mm/view with a SymInt)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        g = _gen(2)
+        self.table = torch.nn.Parameter(torch.randn(16, 8, generator=g))
+        self.w = torch.nn.Parameter(torch.randn(8, 4, generator=g))
+        self.b = torch.nn.Parameter(torch.randn(4, generator=g))
+
+    def forward(self, ids):
+        h = torch.nn.functional.embedding(ids, self.table) * 0.5
+        return h @ self.w + self.b
+
+
+class Sandwich(torch.nn.Module):
+    """ExecuTorch ops before, between and after two delegates."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        g = _gen(3)
+        self.b0 = torch.nn.Parameter(torch.randn(8, generator=g))
+        self.w = torch.nn.Parameter(torch.randn(8, 4, generator=g))
+        self.b1 = torch.nn.Parameter(torch.randn(4, generator=g))
+
+    def forward(self, x, y):
+        a = torch.sin(x)              # ExecuTorch
+        b = a * 2.0 + self.b0         # delegate 0
+        c = torch.cos(b)              # ExecuTorch
+        d = c @ self.w + self.b1      # delegate 1 (gets the sequence length as a SymInt argument)
+        return torch.tanh(d) * y      # ExecuTorch
+
+
+class BufferAround(torch.nn.Module):
+    """A mutable buffer ExecuTorch keeps: the delegate reads it and returns its new value, ExecuTorch copies it back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("acc", torch.zeros(1, 4))
+
+    def forward(self, x):
+        new = self.acc + x
+        self.acc.copy_(new)
+        return new * 2.0
+
+
+class KvCache(torch.nn.Module):
+    """A mutable buffer updated in place by the delegate's kv_cache_update (TR02 aliased_io), read back through the
+    new value. Exported twice: with the buffer around the delegate (ExecuTorch passes it in, and a tensor for its new
+    value, which it copies back) and owned by it (ExecuTorch passes neither)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("cache", torch.zeros(1, 16, 4))
+
+    def forward(self, x, pos):
+        new = torch.ops.etrt_test.kv_cache_update(self.cache, x, pos)
+        self.cache.copy_(new)
+        return new * 1.0, x * 2.0
+
+
+@dataclass
+class Case:
+    name: str
+    make: Callable[[], torch.nn.Module]
+    example: Tuple[Any, ...]
+    dynamic_shapes: Optional[Tuple[Any, ...]] = None
+    profiles: List[List[int]] = field(default_factory=list)
+    own_mutable_buffers: bool = False
+    delegates: int = 1
+
+
+def _ids(n: int) -> torch.Tensor:
+    return torch.randint(0, 16, (1, n), generator=_gen(10 + n))
+
+
+SEQ = Dim("seq", min=1, max=64)
+
+CASES: Dict[str, Case] = {c.name: c for c in [
+    Case("static", Static, (torch.randn(1, 4, generator=_gen(4)),)),
+    # Overlapping profiles (1..8 and 1..64), so the two auto policies differ.
+    Case("projection", Projection, (_ids(5),), ({1: SEQ},), profiles=[[1, 4, 8], [1, 16, 64]]),
+    Case("sandwich", Sandwich, (torch.randn(1, 5, 8, generator=_gen(5)), torch.randn(1, 5, 4, generator=_gen(6))),
+         ({1: SEQ}, {1: SEQ}), profiles=[[1, 1, 1], [2, 16, 64]], delegates=2),
+    Case("buffer_around", BufferAround, (torch.randn(1, 4, generator=_gen(7)),)),
+    Case("kv_around", KvCache, (torch.randn(1, 3, 4, generator=_gen(8)), torch.tensor([0])),
+         ({1: Dim("seq", min=1, max=8)}, None), profiles=[[1, 1, 1], [2, 4, 8]]),
+    Case("kv_owned", KvCache, (torch.randn(1, 3, 4, generator=_gen(8)), torch.tensor([0])),
+         ({1: Dim("seq", min=1, max=8)}, None), profiles=[[1, 1, 1], [2, 4, 8]], own_mutable_buffers=True),
+    # Exported with seq <= 32: ExecuTorch plans 32 rows, the engine's profile 1 goes to 64.
+    Case("bound_too_small", Projection, (_ids(5),), ({1: Dim("seq", min=1, max=32)},),
+         profiles=[[1, 4, 8], [1, 16, 64]]),
+]}
