@@ -6,18 +6,13 @@
 #include "backend/staging.h"
 #include "backend/signature_check.h"
 #include "blob/blob.h"
+#include "common/shape_text.h"
 #include "engine/tensorrt/tensorrt_engine.h"
 
 #include <executorch/runtime/platform/log.h>
 
 namespace etrt::backend {
 namespace {
-
-std::string shape_text(const Shape& s) {
-  std::string text = "[";
-  for (int32_t d = 0; d < s.rank; ++d) text += (d ? ", " : "") + std::to_string(s.d[d]);
-  return text + "]";
-}
 
 // The slot of IO tensor `engine_index` of `engine`, refusing what etrt cannot bind.
 bool make_slot(const engine::Engine& engine, int32_t engine_index, IoSlot* slot, std::string* error) {

@@ -16,6 +16,8 @@
 
 #include "engine/tensorrt/tensorrt_engine.h"
 
+#include "common/shape_text.h"
+
 #include <NvInferRuntime.h>
 #include <NvInferVersion.h>
 #if ETRT_WITH_CUDA
@@ -46,16 +48,6 @@ static_assert(std::is_same<decltype(std::declval<nvinfer1::ICudaEngine&>().getDe
               "getDeviceMemorySizeV2 must return int64_t");
 
 // ---- text for error messages (failure paths only; these allocate) ----------
-
-std::string shape_text(const int64_t* d, int32_t rank) {
-  std::string s = "[";
-  for (int32_t i = 0; i < rank; ++i) {
-    if (i > 0) s += ", ";
-    s += std::to_string(d[i]);
-  }
-  return s + "]";
-}
-std::string shape_text(const Shape& s) { return shape_text(s.d, s.rank); }
 
 std::string trt_type_name(nvinfer1::DataType t) {
   // Cases by value past kINT4, so the enumerators 10.1's header lacks (kFP4 and
