@@ -58,7 +58,7 @@ InputBounds cache_input(const char* name, int32_t num_profiles) {
   return in;
 }
 
-// The design's target case: 4 inputs, decode [1, 1] and prefill [1, 32..2048].
+// The target case of docs/design.md ("Targets"): 4 inputs, decode [1, 1] and prefill [1, 32..2048].
 Engine engine_4x2() {
   const std::vector<std::pair<int64_t, int64_t>> seq = {{1, 1}, {32, 2048}};
   return {"4in_2prof",

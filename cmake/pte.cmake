@@ -2,7 +2,7 @@
 #              [DELEGATE_STORAGE segment|inline])
 #
 # Generates an ExecuTorch .pte at build time from a JSON spec with etrt's
-# packer (python/etrt/pte.py, docs/pte-packer.md):
+# packer (the package python/etrt/pte/, docs/pte-packer.md):
 #
 #   ${ETRT_PYTHON} -m etrt.pte --spec <spec> --out <file.pte>
 #
@@ -86,7 +86,12 @@ function(etrt_add_pte target)
     COMMAND ${CMAKE_COMMAND} -E env ${_env}
             "${ETRT_PYTHON}" -m etrt.pte --spec "${_spec}" --out "${_out}" ${_depfile_args} ${_extra}
     DEPENDS "${_spec}" ${ARG_DEPENDS}
-            "${PROJECT_SOURCE_DIR}/python/etrt/pte.py" "${PROJECT_SOURCE_DIR}/python/etrt/__init__.py"
+            "${PROJECT_SOURCE_DIR}/python/etrt/__init__.py" "${PROJECT_SOURCE_DIR}/python/etrt/dtypes.py"
+            "${PROJECT_SOURCE_DIR}/python/etrt/pte/__init__.py" "${PROJECT_SOURCE_DIR}/python/etrt/pte/__main__.py"
+            "${PROJECT_SOURCE_DIR}/python/etrt/pte/builder.py" "${PROJECT_SOURCE_DIR}/python/etrt/pte/command.py"
+            "${PROJECT_SOURCE_DIR}/python/etrt/pte/format.py" "${PROJECT_SOURCE_DIR}/python/etrt/pte/reader.py"
+            "${PROJECT_SOURCE_DIR}/python/etrt/pte/schema.py" "${PROJECT_SOURCE_DIR}/python/etrt/pte/spec.py"
+            "${PROJECT_SOURCE_DIR}/python/etrt/pte/toolchain.py" "${PROJECT_SOURCE_DIR}/python/etrt/pte/verify.py"
             ${ETRT_PTE_FLATC}
     ${_depfile_opt}
     COMMENT "Packing ${ARG_OUTPUT} from ${ARG_SPEC}"

@@ -188,6 +188,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
     deferred_work_ = true;
     // TensorRT forgets every input shape on a switch; so do we, so a backend that skips re-setting them fails here.
     for (size_t i = 0; i < input_set_.size(); ++i) input_set_[i] = false;
+    inputs_set_ = 0;
     inferred_ = false;
     const int64_t cost = state_->model.switch_cost_ns;
     if (cost > 0) busy_wait(cost);
@@ -219,6 +220,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
                            "] of the active profile " + std::to_string(profile_) + " (min " + shape_to_string(r.min) +
                            ", max " + shape_to_string(r.max) + "); switch to a profile that covers it first"));
     shapes_[static_cast<size_t>(io_index)] = shape;
+    if (!input_set_[static_cast<size_t>(io_index)]) ++inputs_set_;
     input_set_[static_cast<size_t>(io_index)] = true;
     inferred_ = false;
     deferred_work_ = true;
@@ -317,8 +319,9 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
       sink_.report(nvinfer1::ErrorCode::kINVALID_STATE, error);
       return traced(&error, /*concurrent=*/true);
     }
+    failure_code_ = nvinfer1::ErrorCode::kFAILED_EXECUTION;
     const bool ok = enqueue_claimed(stream);
-    if (!ok) sink_.report(nvinfer1::ErrorCode::kFAILED_EXECUTION, last_error_);
+    if (!ok) sink_.report(failure_code_, last_error_);
     traced(ok ? nullptr : &last_error_);
     enqueueing_.store(false, std::memory_order_release);
     return ok;
@@ -369,12 +372,8 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
     return fail(std::string(call) + ": engine '" + label() + "' was destroyed; destroy its contexts first");
   }
 
-  bool all_inputs_set() const {
-    const Model& m = state_->model;
-    for (size_t i = 0; i < m.io.size(); ++i)
-      if (m.io[i].is_input && !input_set_[i]) return false;
-    return true;
-  }
+  // Counted, not scanned: the backend asks once per output, and an engine may have thousands of IO tensors.
+  bool all_inputs_set() const { return inputs_set_ == state_->num_inputs; }
 
   // CUDA mode: switches and enqueues use the device only while its weights' device is current.
   bool on_weights_device(std::string* error) const {
@@ -536,6 +535,9 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
     } else {
       ok = run_ops(m, Span<void* const>(data_.data(), data_.size()), Span<const Shape>(shapes_.data(), shapes_.size()),
                    host_kernels(), &error);
+      // run_ops fails only on input data the shapes cannot reveal (an embedding id outside the vocabulary): the
+      // caller's argument is wrong, which TensorRT's error codes call kINVALID_ARGUMENT.
+      if (!ok) failure_code_ = nvinfer1::ErrorCode::kINVALID_ARGUMENT;
       if (scratch_bytes > 0) {
         // Touch both ends of the whole region the engine asked for, so a buffer smaller than device_memory_size()
         // or already freed shows up under AddressSanitizer even when the ops need less.
@@ -569,10 +571,12 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
   int32_t profile_ = 0;
   StreamHandle switch_stream_ = nullptr;
   bool switched_since_enqueue_ = false;
+  nvinfer1::ErrorCode failure_code_ = nvinfer1::ErrorCode::kFAILED_EXECUTION;  // what a failing enqueue reports
   // TensorRT does shape-dependent work on the first enqueue after the input shapes or the profile change, which a
   // CUDA graph cannot capture: set by those changes (and for a new context), cleared by an enqueue not captured.
   bool deferred_work_ = true;
   std::vector<bool> input_set_;        // by io index
+  size_t inputs_set_ = 0;              // how many of input_set_ are true
   std::vector<bool> address_set_;      // by io index
   mutable std::vector<Shape> shapes_;  // by tensor id: inputs as set, the rest inferred
   std::vector<void*> data_;            // by tensor id: IO addresses, constants, intermediates in scratch

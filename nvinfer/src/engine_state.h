@@ -23,6 +23,7 @@ struct EngineImpl::State {
   Model model;
   MemoryPlan plan;
   std::vector<int32_t> input_ordinals;  // io_index -> k, -1 for outputs
+  size_t num_inputs = 0;
   // Where errors go (the runtime's logger; the engine's recorder, if any, which contexts inherit).
   ErrorSink sink;
   uint64_t id = 0;

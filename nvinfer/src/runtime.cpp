@@ -373,6 +373,7 @@ EngineImpl* EngineImpl::deserialize(const void* data, size_t size, const ErrorSi
   state->sink = sink;
   retain(state->sink.recorder);
   state->input_ordinals = state->model.input_ordinals();
+  for (const TensorDesc& t : state->model.io) state->num_inputs += t.is_input ? 1 : 0;
   state->id = g_next_engine_id.fetch_add(1, std::memory_order_relaxed);
   state->trace = detail::trace_record(state->model.label);
   state->tracing.store(state->model.tracing, std::memory_order_relaxed);

@@ -9,6 +9,9 @@ Pure Python, no PyTorch. Submodules:
 * :mod:`etrt.signature` -- the canonical optimization-profile signature.
 * :mod:`etrt.validate` -- whole-program checks that profile index ``i`` means
   the same regime in every TensorRT delegate (``validate_program``).
+* :mod:`etrt.analysis` -- a program's delegates, decoded (what ``etrt.validate``
+  checks and ``etrt inspect`` reports).
+* :mod:`etrt.dtypes` -- the dtype names and aliases every module uses.
 * :mod:`etrt.reference_engine` -- reads etrt's GPU-free reference engines
   (format v2: IO, profiles, flags, op table, in-place aliases).
 * :mod:`etrt.cli` -- ``etrt inspect | validate | pack`` (also ``python -m etrt``).

@@ -26,6 +26,8 @@ import traceback
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from . import dtypes
+
 EXIT_OK = 0
 EXIT_INVALID = 1
 EXIT_BAD_INPUT = 2
@@ -36,7 +38,7 @@ class UsageError(Exception):
 
 
 def _one_line(msg: str) -> str:
-    from .validate import printable
+    from .analysis import printable
 
     return printable(" ".join(str(msg).split()))
 
@@ -188,9 +190,23 @@ def _read_plan(path: Path, where: str) -> bytes:
 def build_from_description(desc: Any, base_dir: Path, plans: Sequence[str] = (),
                            delegate_storage: Optional[str] = None):
     """Builds a :class:`etrt.pte.Program` from an IO description (format in
-    docs/export.md). Returns ``(program, notes)``; raises UsageError."""
+    docs/export.md) through the JSON spec front door
+    (:func:`etrt.pte.program_from_spec`). Returns ``(program, notes)``; raises
+    UsageError, or PteError for what the program builder refuses."""
+    from .pte import program_from_spec
+
+    spec, notes = spec_from_description(desc, base_dir, plans, delegate_storage)
+    return program_from_spec(spec, base_dir), notes
+
+
+def spec_from_description(desc: Any, base_dir: Path, plans: Sequence[str] = (),
+                          delegate_storage: Optional[str] = None) -> Tuple[Dict[str, Any], List[str]]:
+    """The packer spec (docs/pte-packer.md) of an IO description: its tensors
+    as values, one delegate call per engine with the TensorRT blob built here
+    (as ``blob`` bytes). Returns ``(spec, notes)``; raises UsageError, or
+    PteError for an unknown dtype."""
     from . import blob
-    from .pte import Program, PteError, _spec_compile_specs
+    from .pte import PteError, compile_specs
     from .reference_engine import ReferenceEngineError, is_reference_engine, read_reference_engine
     from .signature import Signature, SignatureError
 
@@ -307,10 +323,14 @@ def build_from_description(desc: Any, base_dir: Path, plans: Sequence[str] = (),
     _expect(storage in ("segment", "inline"), "delegate_storage must be 'segment' or 'inline'")
     method_name = desc.get("method", "forward")
     _expect(isinstance(method_name, str) and method_name, "'method' must be a non-empty string")
-    prog = Program(storage)
-    m = prog.method(method_name)
+    dtype_of = {}
     for name, t in decls.items():
-        m.tensor(name, t["dtype"], t["shape"], dynamic=is_dynamic(name))
+        dtype_of[name] = dtypes.canonical(t["dtype"])
+        if dtype_of[name] is None:
+            raise PteError(dtypes.unknown_dtype(t["dtype"]))
+    values = [{"name": name, "dtype": dtype_of[name], "sizes": t["shape"], "dynamic": is_dynamic(name)}
+              for name, t in decls.items()]
+    calls = []
     for ei, (spec, engine, ins, outs, sig) in enumerate(engines):
         bindings = []
         for t, b in ins:
@@ -319,9 +339,9 @@ def build_from_description(desc: Any, base_dir: Path, plans: Sequence[str] = (),
                 shape = [-1 if k in dyn else d for k, d in enumerate(sig.input(b).profiles[0].max)]
             else:
                 shape = _binding_shape(decls[t])
-            bindings.append(blob.IoBinding(b, _dtype_name(decls[t]["dtype"]), shape, True))
+            bindings.append(blob.IoBinding(b, dtype_of[t], shape, True))
         for t, b in outs:
-            bindings.append(blob.IoBinding(b, _dtype_name(decls[t]["dtype"]), _binding_shape(decls[t]), False))
+            bindings.append(blob.IoBinding(b, dtype_of[t], _binding_shape(decls[t]), False))
         try:
             md = blob.Metadata(
                 io_bindings=bindings,
@@ -340,23 +360,20 @@ def build_from_description(desc: Any, base_dir: Path, plans: Sequence[str] = (),
         _expect(specs is None or isinstance(specs, Mapping),
                 f"{where}.compile_specs must be an object {{key: string or {{\"hex\": ...}}}}")
         try:
-            compile_specs = _spec_compile_specs(specs, where)
+            pairs = compile_specs(specs, where)
         except PteError as e:
             raise UsageError(str(e)) from None
-        m.delegate_call(backend, data, [t for t, _ in ins] + [t for t, _ in outs], compile_specs)
-    m.set_io([t["name"] for t in desc["inputs"]], [t["name"] for t in desc["outputs"]])
-    return prog, notes
+        calls.append({"backend_id": backend, "blob": data, "args": [t for t, _ in ins] + [t for t, _ in outs],
+                      "compile_specs": [{"key": k, "value": v} for k, v in pairs]})
+    program_spec = {"delegate_storage": storage, "name": method_name, "values": values,
+                    "inputs": [t["name"] for t in desc["inputs"]], "outputs": [t["name"] for t in desc["outputs"]],
+                    "delegate_calls": calls}
+    return program_spec, notes
 
 
 def _binding_shape(t: Mapping[str, Any]) -> List[int]:
     dd = set(t.get("dynamic_dims", []))
     return [-1 if k in dd else d for k, d in enumerate(t["shape"])]
-
-
-def _dtype_name(dtype: str) -> str:
-    from .pte import _dtype
-
-    return _dtype(dtype)
 
 
 def cmd_pack(args: argparse.Namespace) -> int:

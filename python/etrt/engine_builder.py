@@ -37,8 +37,9 @@ import struct
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Sequence, Tuple
 
+from . import dtypes
+from .dtypes import DATA_TYPES
 from .reference_engine import (
-    DTYPES,
     FLAG_CUDA_MODE,
     FLAG_STREAMABLE_WEIGHTS,
     FLAG_TRACING,
@@ -53,8 +54,6 @@ __all__ = ["EngineBuildError", "EngineBuilder"]
 
 _OP_KINDS = {"embedding": 1, "add": 2, "add_bias": 3, "scale": 4, "matmul": 5, "identity": 6,
              "kv_cache_update": 7, "causal_attention": 8}
-_DTYPE_ALIASES = {"float": "float32", "fp32": "float32", "half": "float16", "fp16": "float16", "bf16": "bfloat16",
-                  "int": "int32", "long": "int64"}
 
 
 class EngineBuildError(ValueError):
@@ -62,13 +61,10 @@ class EngineBuildError(ValueError):
 
 
 def _dtype(value) -> int:
-    name = str(value)
-    if name.startswith("torch."):
-        name = name[len("torch."):]
-    name = _DTYPE_ALIASES.get(name, name)
-    if name not in DTYPES:
-        raise EngineBuildError(f"unknown dtype {value!r}; use one of {', '.join(DTYPES)}")
-    return DTYPES.index(name)
+    name = dtypes.normalize(value)
+    if name not in DATA_TYPES:
+        raise EngineBuildError(f"unknown dtype {value!r}; use one of {', '.join(DATA_TYPES)}")
+    return DATA_TYPES.index(name)
 
 
 def _shape(dims: Iterable[int], what: str) -> Tuple[int, ...]:

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from .analysis import WEIGHT_STREAMING_BUDGET, DelegateInfo, describe_aliases, parse_byte_count, printable
 from .pte import describe_value
 from .signature import Signature, format_shape
-from .validate import (WEIGHT_STREAMING_BUDGET, DelegateInfo, ValidationResult, describe_aliases, parse_byte_count,
-                       printable, validate_program)
+from .validate import ValidationResult, validate_program
 
 __all__ = ["format_report", "inspect_program", "report_from_result"]
 
 
 def inspect_program(source: Any) -> Dict[str, Any]:
-    """Reads and validates ``source`` (anything :func:`etrt.validate.load_program`
+    """Reads and validates ``source`` (anything :func:`etrt.analysis.load_program`
     takes) and returns the report. Raises :class:`etrt.pte.PteError` when the
     file is not a readable ``.pte``."""
     return report_from_result(validate_program(source))

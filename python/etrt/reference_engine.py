@@ -51,6 +51,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .dtypes import DATA_TYPES, element_size
 from .signature import Bounds, InputSignature, Signature
 
 __all__ = [
@@ -80,10 +81,10 @@ FLAG_TRACING = 0x1
 FLAG_CUDA_MODE = 0x2
 FLAG_STREAMABLE_WEIGHTS = 0x4
 KNOWN_FLAGS = FLAG_TRACING | FLAG_CUDA_MODE | FLAG_STREAMABLE_WEIGHTS
-#: etrt::DataType values, spelled as in the blob's io_bindings.
-DTYPES = ("float32", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool")
+#: etrt::DataType values, spelled as in the blob's io_bindings (:data:`etrt.dtypes.DATA_TYPES`).
+DTYPES = DATA_TYPES
 #: Bytes per element, by DataType value.
-ELEMENT_SIZES = (4, 2, 2, 1, 1, 4, 8, 1)
+ELEMENT_SIZES = tuple(element_size(d) for d in DATA_TYPES)
 #: gpufree::OpKind values and their names.
 OP_KINDS = {1: "embedding", 2: "add", 3: "add_bias", 4: "scale", 5: "matmul", 6: "identity",
             7: "kv_cache_update", 8: "causal_attention"}

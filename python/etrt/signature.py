@@ -7,7 +7,7 @@ pins "profile 1" for the whole ``forward()``; that only makes sense if index
 ``1`` means the same *regime* (say, prefill with 32..2048 tokens) in every
 engine. Equal profile counts prove nothing, so etrt persists a small canonical
 description of each engine's profiles in the blob metadata (key
-``profile_signature``, see docs/blob-format.md and DESIGN.md decision 10) and
+``profile_signature``, see docs/blob-format.md and docs/design.md, decision 10) and
 checks it across the program (:mod:`etrt.validate`).
 
 The signature holds, per profile index:
@@ -540,7 +540,7 @@ class Signature:
     @property
     def is_static(self) -> bool:
         """One profile, and every input admits exactly one shape: pins N>0 are
-        ignored for such an engine (DESIGN.md decision 4)."""
+        ignored for such an engine (docs/design.md, decision 4)."""
         return self.num_profiles == 1 and all(i.is_static for i in self.inputs)
 
     def dynamic_dims(self) -> List[Tuple[str, int, int, int]]:

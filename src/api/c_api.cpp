@@ -1,6 +1,6 @@
 // The C ABI of etrt/c_api.h: thin wrappers over the C++ API that keep their
 // state (guards and reports made on behalf of a C caller) per thread, and the
-// store of process-wide default load options (api/default_load_options.h).
+// store of process-wide default load options (backend/load_options.h, apply_default_load_options).
 
 #include "etrt/c_api.h"
 
@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "api/default_load_options.h"
 #include "backend/diagnostics.h"
 #include "backend/load_options.h"
 #include "etrt/options.h"
@@ -139,18 +138,18 @@ int set_default(const char* key, backend::RawOption::Kind kind, bool b, int i, c
 }
 
 }  // namespace
+}  // namespace etrt::api
 
-void apply_default_load_options(backend::LoadOptions* options) noexcept {
-  DefaultStore& s = store();
+// Declared in backend/load_options.h: the store lives here, beside the C ABI that fills it.
+void etrt::backend::apply_default_load_options(LoadOptions* options) noexcept {
+  auto& s = api::store();
   s.reads.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(s.mutex);
-  for (const DefaultOption& option : s.options) {
+  for (const auto& option : s.options) {
     std::string unused;  // checked when set; apply_load_option writes it only on a refusal
-    backend::apply_load_option(option.raw(), options, &unused);
+    apply_load_option(option.raw(), options, &unused);
   }
 }
-
-}  // namespace etrt::api
 
 using etrt::ExecutionRecord;
 using etrt::ExecutionReport;

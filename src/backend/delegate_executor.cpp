@@ -103,7 +103,7 @@ bool collect_tensors(DelegateState& state, Span<EValue*> args) {
 bool report_dtype(const DelegateState& state, const IoSlot& slot, const Tensor& t, const char* role) {
   report_error(state.name,
                "%s '%s' is %s in the engine, but the tensor passed has ExecuTorch scalar type %d; pass a %s tensor",
-               role, slot.name.c_str(), engine::to_string(slot.dtype), static_cast<int>(t.scalar_type()),
+               role, slot.display_name.c_str(), engine::to_string(slot.dtype), static_cast<int>(t.scalar_type()),
                engine::to_string(slot.dtype));
   return false;
 }
@@ -126,7 +126,7 @@ Error set_shapes_and_infer_outputs(DelegateState& state, engine::ExecutionContex
     if (!context.set_input_shape(state.inputs[i].engine_index, state.input_shapes[i])) {
       char text[128];
       report_error(state.name, "the engine refused shape %s for input '%s' under profile %d: %s",
-                   format_shape(state.input_shapes[i], text), state.inputs[i].name.c_str(), profile,
+                   format_shape(state.input_shapes[i], text), state.inputs[i].display_name.c_str(), profile,
                    context.last_error());
       // What the context holds for this input is unknown now; a cleared cache sets everything again.
       return Error::InvalidArgument;
@@ -140,7 +140,7 @@ Error set_shapes_and_infer_outputs(DelegateState& state, engine::ExecutionContex
     Shape& inferred = cache.output_shapes[o];
     if (!context.tensor_shape(slot.engine_index, &inferred)) {
       report_error(state.name, "the engine could not infer the shape of output '%s' under profile %d: %s",
-                   slot.name.c_str(), profile, context.last_error());
+                   slot.display_name.c_str(), profile, context.last_error());
       return Error::Internal;
     }
     for (int32_t d = 0; d < inferred.rank; ++d) {
@@ -150,7 +150,7 @@ Error set_shapes_and_infer_outputs(DelegateState& state, engine::ExecutionContex
                    "output '%s' has shape %s under profile %d after every input shape was set: dimension %d depends "
                    "on the input values (a data-dependent shape), which etrt cannot size before running; rebuild "
                    "the engine with an output shape the input shapes determine (e.g. pad to an upper bound)",
-                   slot.name.c_str(), format_shape(inferred, text), profile, d);
+                   slot.display_name.c_str(), format_shape(inferred, text), profile, d);
       return Error::NotSupported;
     }
     if (slot.alias_of >= 0) {
@@ -162,7 +162,7 @@ Error set_shapes_and_infer_outputs(DelegateState& state, engine::ExecutionContex
                      "output '%s' is written in place into input '%s', but would have shape %s (%lld elements) under "
                      "profile %d, more than the input's %lld; the engine and the blob's aliased_io disagree: "
                      "re-export the model",
-                     slot.name.c_str(), target.name.c_str(), format_shape(inferred, text),
+                     slot.display_name.c_str(), target.display_name.c_str(), format_shape(inferred, text),
                      static_cast<long long>(inferred.numel()), profile, static_cast<long long>(room));
         return Error::InvalidArgument;
       }
@@ -173,7 +173,7 @@ Error set_shapes_and_infer_outputs(DelegateState& state, engine::ExecutionContex
       report_error(state.name,
                    "output '%s' would have shape %s (%lld elements) under profile %d, but ExecuTorch planned room for "
                    "%lld elements; export the model with an upper bound that covers every profile's largest output",
-                   slot.name.c_str(), format_shape(inferred, text), static_cast<long long>(inferred.numel()), profile,
+                   slot.display_name.c_str(), format_shape(inferred, text), static_cast<long long>(inferred.numel()), profile,
                    static_cast<long long>(state.output_capacity[o]));
       return Error::InvalidArgument;
     }
@@ -206,14 +206,14 @@ Error resize_outputs(DelegateState& state, const DelegateState::ContextCache& ca
       report_error(state.name,
                    "ExecuTorch refused to resize output '%s' to %s under profile %d (error %d); the output is static "
                    "or its planned bound is smaller: re-export with a dynamic upper bound covering every profile",
-                   state.outputs[o].name.c_str(), format_shape(inferred, text), profile, static_cast<int>(resized));
+                   state.outputs[o].display_name.c_str(), format_shape(inferred, text), profile, static_cast<int>(resized));
       return Error::InvalidArgument;
     }
   }
   return Error::Ok;
 }
 
-// Everything after the wait for in-flight work, in decision 6's order; `device` carries the stream.
+// Everything after the wait for in-flight work, in decision 6's order (docs/design.md); `device` carries the stream.
 Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> args, Outcome* outcome) {
   ProfileRequest request = current_profile_request();
   if (request.kind == ProfileRequest::Kind::kDefault)
@@ -228,7 +228,7 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
     const auto sizes = t.sizes();
     if (sizes.size() > static_cast<size_t>(kMaxRank)) {
       report_error(state.name, "input '%s' has rank %zu; TensorRT accepts at most %d dimensions",
-                   state.inputs[i].name.c_str(), sizes.size(), kMaxRank);
+                   state.inputs[i].display_name.c_str(), sizes.size(), kMaxRank);
       return Error::InvalidArgument;
     }
     Shape& shape = state.input_shapes[i];
@@ -307,16 +307,16 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
                state.arg_tensors[k]->const_data_ptr() == cache.addresses[k]) {
       continue;  // a host engine's tensor bound in place last time, at the same address: nothing to check or copy
     } else {
-      if (slot.alias_target && !device.check_in_place(*state.arg_tensors[k], slot.name.c_str()))
+      if (slot.alias_target && !device.check_in_place(*state.arg_tensors[k], slot.display_name.c_str()))
         return Error::InvalidArgument;
-      if (!device.bind(k, *state.arg_tensors[k], is_input, slot.name.c_str(), &address))
+      if (!device.bind(k, *state.arg_tensors[k], is_input, slot.display_name.c_str(), &address))
         return Error::InvalidArgument;
     }
     if (address == cache.addresses[k]) continue;  // the context still holds it
     cache.ran = false;
     cache.addresses[k] = nullptr;
     if (!context->set_tensor_address(slot.engine_index, address)) {
-      report_error(state.name, "binding '%s' failed: %s", slot.name.c_str(), context->last_error());
+      report_error(state.name, "binding '%s' failed: %s", slot.display_name.c_str(), context->last_error());
       return Error::Internal;
     }
     cache.addresses[k] = address;
@@ -326,7 +326,8 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
   GraphSet* graphs = state.device.graphs.empty() ? nullptr : &state.device.graphs[context_index];
   if (!device.enqueue(*context, graphs, cache.ran, chosen, cache.input_shapes, cache.addresses)) {
     cache.ran = false;
-    return Error::Internal;
+    // The engine blamed the data (a token id outside the vocabulary): the caller's argument, not the delegate.
+    return context->last_error_is_bad_input() ? Error::InvalidArgument : Error::Internal;
   }
   cache.ran = true;
   if (!device.copy_back_outputs(state.arg_tensors.data(), n_in, state.outputs.size())) return Error::Internal;
@@ -338,7 +339,7 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
     const auto input = static_cast<size_t>(slot.alias_of);
     const size_t bytes = static_cast<size_t>(cache.output_shapes[o].numel()) * engine::element_size(slot.dtype);
     if (!device.finish_in_place(input, *state.arg_tensors[input], state.arg_tensors[n_in + o], bytes,
-                                state.inputs[input].name.c_str()))
+                                state.inputs[input].display_name.c_str()))
       return Error::Internal;
   }
   return Error::Ok;

@@ -1,5 +1,5 @@
 #pragma once
-// One execution of a delegate, in the order DESIGN.md decision 6 fixes:
+// One execution of a delegate, in the order docs/design.md (decision 6) fixes:
 // lock -> wait for in-flight work -> read the thread's request -> collect
 // input shapes -> choose the profile -> validate every input -> switch ->
 // set input shapes -> infer output shapes -> resize outputs -> bind -> enqueue.

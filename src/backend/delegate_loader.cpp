@@ -1,12 +1,15 @@
 #include "backend/delegate_loader.h"
 
 #include <algorithm>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "backend/staging.h"
 #include "backend/signature_check.h"
 #include "blob/blob.h"
 #include "common/shape_text.h"
+#include "common/utf8.h"
 #include "engine/tensorrt/tensorrt_engine.h"
 
 #include <executorch/runtime/platform/log.h>
@@ -14,16 +17,38 @@
 namespace etrt::backend {
 namespace {
 
+// Name -> index, so that loading stays linear in the number of IO tensors (a program may carry thousands).
+using NameIndex = std::unordered_map<std::string_view, int32_t>;
+
+NameIndex index_engine_io(const engine::Engine& engine) {
+  NameIndex index;
+  index.reserve(static_cast<size_t>(engine.num_io_tensors()));
+  for (int32_t i = 0; i < engine.num_io_tensors(); ++i) index.emplace(engine.io_tensor(i).name, i);
+  return index;
+}
+
+NameIndex index_slots(const std::vector<IoSlot>& slots) {
+  NameIndex index;
+  index.reserve(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i) index.emplace(slots[i].name, static_cast<int32_t>(i));
+  return index;
+}
+
+int32_t find(const NameIndex& index, const std::string& name) {
+  const auto it = index.find(name);
+  return it == index.end() ? -1 : it->second;
+}
+
 // The slot of IO tensor `engine_index` of `engine`, refusing what etrt cannot bind.
 bool make_slot(const engine::Engine& engine, int32_t engine_index, IoSlot* slot, std::string* error) {
   const engine::TensorDesc& desc = engine.io_tensor(engine_index);
   if (desc.is_shape_tensor) {
-    *error = "input '" + desc.name +
+    *error = "input '" + desc.display_name +
              "' is a TensorRT shape tensor; etrt supports only execution tensors as delegate IO. Rebuild the engine "
              "so that shapes reach it through execution tensors";
     return false;
   }
-  *slot = IoSlot{desc.name, engine_index, desc.dtype};
+  *slot = IoSlot{desc.name, desc.display_name, engine_index, desc.dtype};
   slot->scalar_type = scalar_type_of(desc.dtype);
   return true;
 }
@@ -78,18 +103,16 @@ bool bind_io(const blob::Metadata& metadata, const engine::Engine& engine, Deleg
              std::to_string(n_engine) + "; the blob and its engine do not belong together: re-export the model";
     return false;
   }
+  const NameIndex engine_io = index_engine_io(engine);
   for (const blob::IoBinding& binding : metadata.io_bindings) {
-    int32_t found = -1;
-    for (int32_t i = 0; i < n_engine; ++i) {
-      if (engine.io_tensor(i).name == binding.name) found = i;
-    }
+    const int32_t found = find(engine_io, binding.name);
     if (found < 0) {
-      *error = "the blob names IO tensor '" + binding.name + "', which the engine does not have; re-export the model";
+      *error = "the blob names IO tensor '" + escape_name(binding.name) + "', which the engine does not have; re-export the model";
       return false;
     }
     const engine::TensorDesc& desc = engine.io_tensor(found);
     if (desc.is_input != binding.is_input) {
-      *error = "IO tensor '" + binding.name + "' is an " + (binding.is_input ? "input" : "output") +
+      *error = "IO tensor '" + desc.display_name + "' is an " + (binding.is_input ? "input" : "output") +
                " in the blob but an " + (desc.is_input ? "input" : "output") + " of the engine; re-export the model";
       return false;
     }
@@ -100,23 +123,17 @@ bool bind_io(const blob::Metadata& metadata, const engine::Engine& engine, Deleg
   return true;
 }
 
-int32_t slot_named(const std::vector<IoSlot>& slots, const std::string& name) {
-  for (size_t i = 0; i < slots.size(); ++i)
-    if (slots[i].name == name) return static_cast<int32_t>(i);
-  return -1;
-}
-
 // Makes output `o` write into input `i` in place.
 bool link_alias(DelegateState* state, int32_t o, int32_t i, const std::string& where, std::string* error) {
   IoSlot& output = state->outputs[static_cast<size_t>(o)];
   IoSlot& input = state->inputs[static_cast<size_t>(i)];
   if (output.alias_of >= 0) {
-    *error = where + ": output '" + output.name + "' is already written in place into input '" +
-             state->inputs[static_cast<size_t>(output.alias_of)].name + "'; re-export the model";
+    *error = where + ": output '" + output.display_name + "' is already written in place into input '" +
+             state->inputs[static_cast<size_t>(output.alias_of)].display_name + "'; re-export the model";
     return false;
   }
   if (input.alias_target) {
-    *error = where + ": input '" + input.name +
+    *error = where + ": input '" + input.display_name +
              "' is already updated in place by another output; an input takes one aliased output at most: "
              "re-export the model";
     return false;
@@ -133,12 +150,13 @@ bool link_alias(DelegateState* state, int32_t o, int32_t i, const std::string& w
 // input's memory.
 bool resolve_aliases(const blob::Metadata& metadata, const engine::Engine& engine, DelegateState* state,
                      std::string* error) {
+  const NameIndex outputs = index_slots(state->outputs), inputs = index_slots(state->inputs);
   for (size_t k = 0; k < metadata.aliased_io.size(); ++k) {
     const blob::AliasedIo& alias = metadata.aliased_io[k];
-    const std::string where = "aliased_io[" + std::to_string(k) + "] (output '" + alias.output + "', input '" +
-                              alias.input + "', kind '" + alias.kind + "')";
-    const int32_t o = slot_named(state->outputs, alias.output);
-    const int32_t i = slot_named(state->inputs, alias.input);
+    const std::string where = "aliased_io[" + std::to_string(k) + "] (output '" + escape_name(alias.output) +
+                              "', input '" + escape_name(alias.input) + "', kind '" + escape_name(alias.kind) + "')";
+    const int32_t o = find(outputs, alias.output);
+    const int32_t i = find(inputs, alias.input);
     if (o < 0 || i < 0) {
       *error = where + " names " + (o < 0 ? "an output" : "an input") +
                " the delegate does not have; re-export the model";
@@ -149,8 +167,8 @@ bool resolve_aliases(const blob::Metadata& metadata, const engine::Engine& engin
     if (alias.kind == blob::kAliasKindKvCacheUpdate) {
       if (out.aliased_input != state->inputs[static_cast<size_t>(i)].engine_index) {
         const std::string engine_says =
-            out.aliased_input < 0 ? "none" : "'" + engine.io_tensor(out.aliased_input).name + "'";
-        *error = where + " disagrees with the engine, whose alias for output '" + out.name + "' is " + engine_says +
+            out.aliased_input < 0 ? "none" : "'" + engine.io_tensor(out.aliased_input).display_name + "'";
+        *error = where + " disagrees with the engine, whose alias for output '" + out.display_name + "' is " + engine_says +
                  " (getAliasedInputTensor); the blob and its engine do not belong together: re-export the model";
         return false;
       }
@@ -169,18 +187,20 @@ bool resolve_aliases(const blob::Metadata& metadata, const engine::Engine& engin
     }
     if (!link_alias(state, o, i, where, error)) return false;
   }
+  std::vector<int32_t> input_slot(static_cast<size_t>(engine.num_io_tensors()), -1);  // engine index -> input slot
+  for (size_t k = 0; k < state->inputs.size(); ++k)
+    input_slot[static_cast<size_t>(state->inputs[k].engine_index)] = static_cast<int32_t>(k);
   for (size_t o = 0; o < state->outputs.size(); ++o) {
     const engine::TensorDesc& out = engine.io_tensor(state->outputs[o].engine_index);
     if (out.aliased_input < 0 || state->outputs[o].alias_of >= 0) continue;
-    int32_t i = -1;
-    for (size_t k = 0; k < state->inputs.size(); ++k)
-      if (state->inputs[k].engine_index == out.aliased_input) i = static_cast<int32_t>(k);
-    if (!link_alias(state, static_cast<int32_t>(o), i, "the engine's alias of output '" + out.name + "'", error))
+    const int32_t i = input_slot[static_cast<size_t>(out.aliased_input)];
+    if (!link_alias(state, static_cast<int32_t>(o), i, "the engine's alias of output '" + out.display_name + "'",
+                    error))
       return false;
     ET_LOG(Info,
            "TensorRT delegate %s: output '%s' is written in place into input '%s' (the engine says so; the blob's "
            "aliased_io does not list it)",
-           state->name, out.name.c_str(), state->inputs[static_cast<size_t>(i)].name.c_str());
+           state->name, out.display_name.c_str(), state->inputs[static_cast<size_t>(i)].display_name.c_str());
   }
   return true;
 }
@@ -217,11 +237,11 @@ bool build_profile_table(const engine::Engine& engine, DelegateState* state, std
   const int32_t n_profiles = engine.num_profiles();
   std::vector<profile::InputBounds> bounds(state->inputs.size());
   for (size_t i = 0; i < state->inputs.size(); ++i) {
-    bounds[i].name = state->inputs[i].name;
+    bounds[i].name = state->inputs[i].display_name;  // the table's names are for messages
     for (int32_t p = 0; p < n_profiles; ++p) {
       Shape mn, opt, mx;
       if (!engine.profile_shape(p, state->inputs[i].engine_index, &mn, &opt, &mx)) {
-        *error = "the engine reports no bounds for input '" + state->inputs[i].name + "' under profile " +
+        *error = "the engine reports no bounds for input '" + state->inputs[i].display_name + "' under profile " +
                  std::to_string(p) + ": " + engine.last_error();
         return false;
       }
@@ -302,7 +322,7 @@ bool plan_output_staging(DelegateState* state, engine::StreamHandle stream, std:
     for (size_t i = 0; i < state->inputs.size(); ++i) {
       if (!context->set_input_shape(state->inputs[i].engine_index,
                                     state->table.bounds(p, static_cast<int32_t>(i)).max)) {
-        *error = "sizing the output staging buffers: the engine refused input '" + state->inputs[i].name +
+        *error = "sizing the output staging buffers: the engine refused input '" + state->inputs[i].display_name +
                  "' at profile " + std::to_string(p) + "'s max shape: " + context->last_error();
         return false;
       }
@@ -310,7 +330,7 @@ bool plan_output_staging(DelegateState* state, engine::StreamHandle stream, std:
     for (size_t o = 0; o < state->outputs.size(); ++o) {
       Shape shape;
       if (!context->tensor_shape(state->outputs[o].engine_index, &shape) || shape.numel() < 0) {
-        *error = "sizing the output staging buffers: the engine cannot infer output '" + state->outputs[o].name +
+        *error = "sizing the output staging buffers: the engine cannot infer output '" + state->outputs[o].display_name +
                  "' at profile " + std::to_string(p) + "'s max input shapes: " + context->last_error();
         return false;
       }
@@ -371,7 +391,7 @@ bool load_delegate(const void* data, size_t size, DelegateState* state, std::str
       resolve_aliases(parsed.metadata, *state->engine, state, error) &&
       apply_weight_streaming(*state->engine, state, error) && build_profile_table(*state->engine, state, error) &&
       (!parsed.metadata.profile_signature ||
-       check_signature(*parsed.metadata.profile_signature, state->table, error)) &&
+       check_signature(*parsed.metadata.profile_signature, state->table, state->inputs, error)) &&
       create_contexts(state, stream, error) &&
       prepare_staging(state, on_device, static_cast<int>(device_id), stream, error) &&
       (!on_device || finish_load_work(error));

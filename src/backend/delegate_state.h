@@ -1,7 +1,7 @@
 #pragma once
 // The private per-delegate state behind ExecuTorch's DelegateHandle. Nothing
 // outside src/backend sees it: the layout can change without touching any
-// public header (the RFC's review asked for EngineHandle to stay private).
+// public header (docs/design.md, decision 9: the delegate state stays private).
 
 #include <cstdint>
 #include <memory>
@@ -15,6 +15,7 @@
 #include "backend/load_options.h"
 #include "common/shape.h"
 #include "engine/engine.h"
+#include "etrt/profile_guard.h"
 #include "profile/profile_table.h"
 #include "profile/selection.h"
 
@@ -47,6 +48,7 @@ inline executorch::aten::ScalarType scalar_type_of(engine::DataType t) {
 // One delegate argument bound to one engine IO tensor.
 struct IoSlot {
   std::string name;
+  std::string display_name;  // `name` as messages quote it (common/utf8.h)
   int32_t engine_index = -1;
   engine::DataType dtype = engine::DataType::kFloat32;
   // Outputs: the input (an index into DelegateState::inputs) this output is written into in place, or -1.

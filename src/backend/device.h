@@ -150,8 +150,8 @@ class DeviceCall {
   DeviceCall(const DeviceCall&) = delete;
   DeviceCall& operator=(const DeviceCall&) = delete;
 
-  // DESIGN decision 6's "wait for the previous in-flight work": makes the delegate's device current, takes the
-  // caller's stream and orders it after the delegate's in-flight event. Reports and returns the error, if any.
+  // Decision 6's "wait for the previous in-flight work" (docs/design.md): makes the delegate's device current, takes
+  // the caller's stream and orders it after the delegate's in-flight event. Reports and returns the error, if any.
   executorch::runtime::Error begin();
   engine::StreamHandle stream() const { return stream_; }
 

@@ -88,7 +88,7 @@ bool DeviceBuffer::allocate(engine::MemoryKind kind, size_t bytes, std::string* 
     const cudaError_t status = cudaMalloc(&data_, bytes);
     if (status != cudaSuccess) {
       data_ = nullptr;
-      *error = "could not allocate " + std::to_string(bytes) + " bytes of device memory: " + cuda_text(status);
+      *error = "could not allocate " + std::to_string(bytes) + " bytes of device memory (cudaMalloc): " + cuda_text(status);
       return false;
     }
   } else {
@@ -120,7 +120,7 @@ bool DeviceGuard::activate(int64_t device_id, std::string* error, bool check_ran
   int count = 0;
   cudaError_t status = check_range ? cudaGetDeviceCount(&count) : cudaSuccess;
   if (status != cudaSuccess) {
-    if (error != nullptr) *error = "no CUDA device can be used: " + cuda_text(status);
+    if (error != nullptr) *error = "no CUDA device can be used (cudaGetDeviceCount): " + cuda_text(status);
     return false;
   }
   if (check_range && (device_id < 0 || device_id >= count)) {
@@ -133,10 +133,15 @@ bool DeviceGuard::activate(int64_t device_id, std::string* error, bool check_ran
   }
   int previous = -1;
   status = cudaGetDevice(&previous);
-  if (status == cudaSuccess && previous != device_id) status = cudaSetDevice(static_cast<int>(device_id));
+  const char* call = "cudaGetDevice";
+  if (status == cudaSuccess && previous != device_id) {
+    status = cudaSetDevice(static_cast<int>(device_id));
+    call = "cudaSetDevice";
+  }
   if (status != cudaSuccess) {
     if (error != nullptr)
-      *error = "could not make CUDA device " + std::to_string(device_id) + " current: " + cuda_text(status);
+      *error = "could not make CUDA device " + std::to_string(device_id) + " current (" + call +
+               "): " + cuda_text(status);
     return false;
   }
   // A guard activated twice restores the device current before the first activation.
@@ -152,7 +157,7 @@ engine::StreamHandle load_stream() { return cudaStreamPerThread; }
 bool finish_load_work(std::string* error) {
   const cudaError_t status = cudaStreamSynchronize(cudaStreamPerThread);
   if (status == cudaSuccess) return true;
-  *error = "waiting for load-time device work failed: " + cuda_text(status);
+  *error = "waiting for load-time device work failed (cudaStreamSynchronize): " + cuda_text(status);
   return false;
 }
 
@@ -165,7 +170,7 @@ bool prepare_device_state(DeviceState* state, int device_id, const std::vector<s
   // No timing: a timing event costs more to record, and this one only orders work.
   const cudaError_t status = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
   if (status != cudaSuccess) {
-    *error = "could not create the delegate's in-flight event: " + cuda_text(status);
+    *error = "could not create the delegate's in-flight event (cudaEventCreateWithFlags): " + cuda_text(status);
     return false;
   }
   state->in_flight_event = event;
@@ -253,7 +258,8 @@ Error DeviceCall::begin() {
     int stream_device = -1;
     const cudaError_t status = cudaStreamGetDevice(stream, &stream_device);
     if (status != cudaSuccess) {
-      report_error(delegate_, "the caller's CUDA stream cannot be used: %s; pass a live stream of device %d",
+      report_error(delegate_, "the caller's CUDA stream cannot be used (cudaStreamGetDevice): %s; pass a live stream of "
+                   "device %d",
                    cuda_text(status).c_str(), state_.device_id);
       return Error::InvalidArgument;
     }
@@ -324,7 +330,7 @@ bool DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input,
     issued_ = true;
     if (placement == Placement::kPinnedHost) host_memory_in_flight_ = true;
     if (status != cudaSuccess) {
-      report_error(delegate_, "copying %s '%s' (%zu bytes) to the device failed: %s", role, name, bytes,
+      report_error(delegate_, "copying %s '%s' (%zu bytes) to the device failed (cudaMemcpyAsync): %s", role, name, bytes,
                    cuda_text(status).c_str());
       return false;
     }
@@ -347,7 +353,8 @@ bool DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, siz
     const cudaError_t status = cudaMemcpyAsync(t.mutable_data_ptr(), state_.staging[k].data(), bytes,
                                                cudaMemcpyDefault, as_stream(stream_));
     if (status != cudaSuccess) {
-      report_error(delegate_, "copying output %zu (%zu bytes) back to the host failed: %s", k - first_output, bytes,
+      report_error(delegate_, "copying output %zu (%zu bytes) back to the host failed (cudaMemcpyAsync): %s",
+                   k - first_output, bytes,
                    cuda_text(status).c_str());
       return false;
     }
@@ -387,7 +394,8 @@ bool DeviceCall::finish_in_place(size_t k, executorch::aten::Tensor& input, exec
     status = cudaMemcpyAsync(write_back->mutable_data_ptr(), data, bytes, cudaMemcpyDefault, as_stream(stream_));
   }
   if (status != cudaSuccess) {
-    report_error(delegate_, "copying the in-place update of input '%s' (%zu bytes) failed: %s", name, bytes,
+    report_error(delegate_, "copying the in-place update of input '%s' (%zu bytes) failed (cudaMemcpyAsync): %s", name,
+                 bytes,
                  cuda_text(status).c_str());
     return false;
   }
@@ -427,7 +435,8 @@ bool DeviceCall::enqueue(engine::ExecutionContext& context, GraphSet* graphs, bo
       entry->last_use = ++graphs->clock;
       const cudaError_t status = cudaGraphLaunch(static_cast<cudaGraphExec_t>(entry->graph), as_stream(stream_));
       if (status == cudaSuccess) return true;
-      report_error(delegate_, "replaying the CUDA graph of profile %d failed: %s", profile, cuda_text(status).c_str());
+      report_error(delegate_, "replaying the CUDA graph of profile %d failed (cudaGraphLaunch): %s", profile,
+                   cuda_text(status).c_str());
       return false;
     }
   }
@@ -441,20 +450,24 @@ Error DeviceCall::end(Error status) {
   // Recorded on every path that issued work, failed ones too: whatever a switch or an enqueue left on the stream
   // must be waited for by the next execution and by destroy.
   cudaError_t cuda = cudaEventRecord(as_event(state_.in_flight_event), as_stream(stream_));
+  const char* call = "cudaEventRecord";
   if (cuda == cudaSuccess) {
     state_.in_flight_recorded = true;
     state_.in_flight_stream = stream_;
     // Without a caller stream nobody else can order work after ours -- another delegate reading these outputs
     // runs on a stream of its own -- so, like the released upstream delegate, the execution finishes before
     // returning. With a caller stream the caller owns the order; we wait only while host memory is in use.
-    if (host_memory_in_flight_ || !caller_stream_) cuda = cudaEventSynchronize(as_event(state_.in_flight_event));
+    if (host_memory_in_flight_ || !caller_stream_) {
+      cuda = cudaEventSynchronize(as_event(state_.in_flight_event));
+      call = "cudaEventSynchronize";
+    }
   }
   if (cuda != cudaSuccess) {
     // A kernel fault surfaces here; the CUDA context is then unusable, and saying so beats a later mystery.
     report_error(delegate_,
-                 "the device work of this execution failed: %s. A sticky CUDA error leaves the process's CUDA "
-                 "context unusable; restart the process",
-                 cuda_text(cuda).c_str());
+                 "the device work of this execution failed (%s): %s. If that error is sticky (a kernel fault), "
+                 "the process's CUDA context is unusable: restart the process",
+                 call, cuda_text(cuda).c_str());
     return Error::Internal;
   }
   return status;

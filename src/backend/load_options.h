@@ -56,4 +56,12 @@ bool parse_byte_count(const char* text, size_t length, int64_t* bytes);
 // budget (load options override compile specs). False with `error` when the value is malformed.
 bool apply_weight_streaming_spec(const void* value, size_t length, LoadOptions* options, std::string* error);
 
+// Process-wide default load options, set through the C ABI (etrt/c_api.h, etrt_set_default_load_option_*) by
+// runtimes that pass no load options of their own (ExecuTorch's Python API). Applies them to `options`, in the order
+// they were first set. A delegate calls it when it loads, before it reads the runtime specs, so the load options a
+// runtime passes override the defaults key by key. Each value was checked when it was set, so this cannot fail; it
+// locks a mutex and allocates nothing when no default is set. Declared here, defined with the store the C ABI
+// writes (src/api/c_api.cpp), so that the backend never includes the layer above it.
+void apply_default_load_options(LoadOptions* options) noexcept;
+
 }  // namespace etrt::backend

@@ -1,5 +1,10 @@
 #include "backend/signature_check.h"
 
+#include <string_view>
+#include <unordered_map>
+
+#include "common/utf8.h"
+
 namespace etrt::backend {
 namespace {
 
@@ -20,7 +25,8 @@ bool same(const std::vector<int64_t>& dims, const Shape& s) {
 
 }  // namespace
 
-bool check_signature(const blob::ProfileSignature& signature, const profile::ProfileTable& table, std::string* error) {
+bool check_signature(const blob::ProfileSignature& signature, const profile::ProfileTable& table,
+                     const std::vector<IoSlot>& inputs, std::string* error) {
   const std::string fix =
       "; the blob and its engine disagree: re-export the model, or re-pack the engine with its "
       "own profiles";
@@ -29,12 +35,14 @@ bool check_signature(const blob::ProfileSignature& signature, const profile::Pro
              " profiles, but the engine has " + std::to_string(table.num_profiles()) + fix;
     return false;
   }
+  std::unordered_map<std::string_view, int32_t> by_name;  // linear in the number of inputs
+  by_name.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) by_name.emplace(inputs[i].name, static_cast<int32_t>(i));
   for (const blob::SignatureInput& input : signature.inputs) {
-    int32_t index = -1;
-    for (int32_t i = 0; i < table.num_inputs(); ++i)
-      if (table.input_name(i) == input.name) index = i;
+    const auto found = by_name.find(input.name);
+    const int32_t index = found == by_name.end() ? -1 : found->second;
     if (index < 0) {
-      *error = "the blob's profile signature names input '" + input.name + "', which the engine does not have" + fix;
+      *error = "the blob's profile signature names input '" + escape_name(input.name) + "', which the engine does not have" + fix;
       return false;
     }
     for (int32_t p = 0; p < table.num_profiles(); ++p) {
@@ -48,7 +56,7 @@ bool check_signature(const blob::ProfileSignature& signature, const profile::Pro
           {"min", declared.min, actual.min}, {"opt", declared.opt, actual.opt}, {"max", declared.max, actual.max}};
       for (const auto& c : checks) {
         if (!same(c.declared, c.actual)) {
-          *error = "the blob's profile signature gives input '" + input.name + "' a profile " + std::to_string(p) +
+          *error = "the blob's profile signature gives input '" + escape_name(input.name) + "' a profile " + std::to_string(p) +
                    " " + c.what + " of " + text(c.declared) + ", but the engine's is " + text(c.actual) + fix;
           return false;
         }

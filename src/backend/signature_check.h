@@ -5,12 +5,16 @@
 // and index i would not mean what the exporter validated it to mean.
 
 #include <string>
+#include <vector>
 
+#include "backend/delegate_state.h"
 #include "blob/metadata.h"
 #include "profile/profile_table.h"
 
 namespace etrt::backend {
 
-bool check_signature(const blob::ProfileSignature& signature, const profile::ProfileTable& table, std::string* error);
+// `inputs` are the delegate's inputs, in the table's order (ProfileTable's names are for messages).
+bool check_signature(const blob::ProfileSignature& signature, const profile::ProfileTable& table,
+                     const std::vector<IoSlot>& inputs, std::string* error);
 
 }  // namespace etrt::backend

@@ -11,7 +11,6 @@
 #include <executorch/runtime/backend/interface.h>
 #include <executorch/runtime/platform/log.h>
 
-#include "api/default_load_options.h"
 #include "backend/delegate_executor.h"
 #include "backend/delegate_loader.h"
 #include "backend/diagnostics.h"
@@ -35,7 +34,7 @@ using executorch::runtime::Result;
 using executorch::runtime::Span;
 
 bool read_load_options(const BackendInitContext& context, LoadOptions* options, std::string* error) {
-  api::apply_default_load_options(options);  // process-wide defaults (etrt/c_api.h); the runtime specs override them
+  apply_default_load_options(options);  // process-wide defaults (etrt/c_api.h); the runtime specs override them
   for (const BackendOption& option : context.runtime_specs()) {
     RawOption raw{option.key, RawOption::Kind::kBool, false, 0, ""};
     if (const bool* b = std::get_if<bool>(&option.value)) {

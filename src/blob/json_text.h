@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/utf8.h"
+
 namespace etrt::blob::detail {
 
 // True when `s` is well-formed UTF-8 as RFC 3629 defines it: no overlong
@@ -20,10 +22,8 @@ bool is_valid_utf8(const std::string& s);
 // or `size` when there is none (Python's UnicodeDecodeError.start).
 size_t find_invalid_utf8(const char* text, size_t size);
 
-// A name as error messages quote it: control characters (below 0x20), DEL and
-// bytes that are not part of well-formed UTF-8 as \xNN, a backslash as \\, the
-// rest as is. A NUL can then never cut a message short.
-std::string escape_name(const std::string& s);
+// A name as error messages quote it (common/utf8.h).
+using ::etrt::escape_name;
 
 // True when brackets and braces outside strings nest deeper than `limit`.
 // The metadata schema nests 7 deep; the limit exists because Python's json

@@ -2,7 +2,7 @@
 // The JSON metadata a TensorRT delegate blob carries, as plain values.
 //
 // The first six fields are Torch-TensorRT's and must keep meaning what they
-// mean there; `profile_signature` is etrt's addition (DESIGN.md decision 10)
+// mean there; `profile_signature` is etrt's addition (docs/design.md, decision 10)
 // and is absent from every blob Torch-TensorRT writes. docs/blob-format.md is
 // the reference for each field.
 

@@ -42,6 +42,7 @@ inline bool parse_data_type(const std::string& text, DataType* out) { return etr
 
 struct TensorDesc {
   std::string name;
+  std::string display_name;        // `name` as messages quote it: control characters and bad UTF-8 escaped
   bool is_input = false;
   DataType dtype = DataType::kFloat32;
   Shape shape;                     // -1 marks a dynamic dimension
@@ -87,6 +88,9 @@ class ExecutionContext {
   virtual bool enqueue(StreamHandle stream) = 0;
 
   virtual const char* last_error() const = 0;
+  // After a failed enqueue: true when the engine blamed the input data (TensorRT reported kINVALID_ARGUMENT, e.g. a
+  // token id outside an embedding's vocabulary), so the caller's data, not etrt or the engine, must change.
+  virtual bool last_error_is_bad_input() const = 0;
 };
 
 struct ContextOptions {

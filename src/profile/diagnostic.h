@@ -1,8 +1,8 @@
 #pragma once
 // A fixed-capacity, heap-free message buffer for refusals on the execute path.
 //
-// execute() must not allocate (DESIGN "Targets"), yet every refusal has to say
-// what was wrong with the numbers and what to do (DESIGN decision 7). The
+// execute() must not allocate (docs/design.md, "Targets"), yet every refusal has to say
+// what was wrong with the numbers and what to do (docs/design.md, decision 7). The
 // buffer lives on the caller's stack; only the failure path formats into it.
 
 #include <cstddef>

@@ -6,7 +6,7 @@
 // Storage is flat so that choose_profile() and validate_shapes() walk
 // contiguous memory: one array of per-dimension ranges per profile, and a
 // second, smaller array holding only the dimensions that distinguish profiles
-// (the ones selection compares, DESIGN decision 9).
+// (the ones selection compares, docs/design.md, decision 9).
 
 #include <cstddef>
 #include <cstdint>
@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "common/shape.h"
-#include "etrt/profile_guard.h"
 
 namespace etrt::profile {
 
@@ -76,7 +75,7 @@ class ProfileTable {
 
   /// Who this table belongs to, e.g. "TensorRT delegate 'forward' #0". When
   /// non-empty every diagnostic starts with "<label>: " so a refusal names its
-  /// delegate (DESIGN decision 7). Set at init().
+  /// delegate (docs/design.md, decision 7). Set at init().
   void set_label(std::string label) { label_ = std::move(label); }
   const std::string& label() const noexcept { return label_; }
 

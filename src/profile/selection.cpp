@@ -292,7 +292,7 @@ struct SelectionAccess {
       const int32_t index = request.index;
       if (index < 0 || (num_profiles > 1 && index >= num_profiles)) return refuse_pin_out_of_range(table, index, why);
       if (num_profiles == 1 && index > 0) {
-        // A one-profile delegate beside multi-profile ones (DESIGN decision 4):
+        // A one-profile delegate beside multi-profile ones (docs/design.md, decision 4):
         // if no shape could differ between regimes, running profile 0 is
         // exactly what profile N would have been; otherwise it would silently
         // run the wrong regime, so refuse.

@@ -4,7 +4,7 @@
 //
 // Both are pure functions of their arguments: no allocation, no exceptions,
 // no TensorRT, so the backend can call them between reading the thread's
-// request and touching the execution context (DESIGN decision 6), and tests
+// request and touching the execution context (docs/design.md, decision 6), and tests
 // can cover them exhaustively without a GPU. docs/profile-selection.md states
 // the rules for users.
 
@@ -22,7 +22,7 @@ struct Choice {
   /// The profile to validate against and run, in [0, num_profiles()).
   int32_t profile = 0;
   /// True when a pin to profile N > 0 reached a one-profile engine whose
-  /// inputs are all static: profile 0 runs and the pin is ignored (DESIGN
+  /// inputs are all static: profile 0 runs and the pin is ignored (docs/design.md,
   /// decision 4). The backend may log it; it is not an error.
   bool pin_ignored = false;
 };

@@ -417,6 +417,19 @@ bool contract_fixtures() {
                       tensor("c", "float32", {1, 4}, false), tensor("d", "float32", {1, 4}, false)},
                      {"a", "b"}, {"c", "d"}, {trt_call("no_bindings", {"a", "b", "c", "d"})});
   }
+  // IO names with control characters (an escape sequence, a newline, a tab): every message quotes them escaped.
+  // The program plans 4 elements, the profile takes 3, so a 4-element input reaches the delegate and is refused.
+  {
+    Builder b("control_names");
+    b.add_input("ids\x1b[2J\n", DataType::kFloat32, make_shape({1, -1}))
+        .add_output("out\tput", DataType::kFloat32, make_shape({1, -1}))
+        .set_profile_shape(b.add_profile(), "ids\x1b[2J\n", make_shape({1, 1}), make_shape({1, 2}),
+                           make_shape({1, 3}))
+        .scale("ids\x1b[2J\n", 2.0f, "out\tput");
+    ok &= write_blob("control_names", built(b, "control_names")) &&
+          write_spec("control_names", {tensor("x", "float32", {1, 4}, true), tensor("y", "float32", {1, 4}, true)},
+                     {"x"}, {"y"}, {trt_call("control_names", {"x", "y"})});
+  }
   return ok;
 }
 

@@ -367,6 +367,22 @@ TEST(ModuleBindings, EmptyIoBindingsTakeTheEnginesNamesInSuffixOrder) {
 
 // ---- errors a runner can trust ----
 
+// A name from the engine or the blob reaches a message escaped, never as the raw bytes: an escape sequence or a
+// newline in a tensor name cannot forge or corrupt a log line.
+TEST(ModuleLastError, ControlCharactersInTensorNamesAreEscapedInMessages) {
+  Loaded l = load("control_names");
+  ASSERT_EQ(l.error, et::Error::Ok) << l.message;
+  std::array<float, 4> too_long = {};
+  ASSERT_FALSE(l.module->forward(from_blob(too_long.data(), {1, 4}, ScalarType::Float)).ok());
+  const std::string message = etrt::last_error_message();
+  EXPECT_NE(message.find("ids\\x1b[2J\\x0a"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\x1b'), std::string::npos) << message;
+  std::array<float, 2> x = {1.0f, 2.0f};
+  auto result = l.module->forward(from_blob(x.data(), {1, 2}, ScalarType::Float));
+  ASSERT_TRUE(result.ok()) << etrt::last_error_message();
+  EXPECT_EQ(values_of(result.get()[0]), (std::vector<float>{2.0f, 4.0f}));
+}
+
 TEST(ModuleLastError, ARefusalByExecuTorchLeavesNoStaleEtrtMessageOnceCleared) {
   Loaded l = load("kv_owned");
   ASSERT_EQ(l.error, et::Error::Ok) << l.message;

@@ -252,6 +252,21 @@ TEST_F(ModuleTest, AWrongDtypeIsRefusedNamingTheInput) {
   EXPECT_EQ(ref::count_enqueues("llm"), 0);
 }
 
+// A token id outside the embedding's vocabulary is the caller's data, which only the engine can see: the engine
+// reports kINVALID_ARGUMENT, the forward fails with InvalidArgument naming the id, and the next forward runs.
+TEST_F(ModuleTest, ATokenIdOutsideTheVocabularyIsAnInvalidArgumentNamingIt) {
+  auto module = load("llm");
+  std::vector<int64_t> prompt = token_ids(32);
+  prompt[5] = etrt::fixtures::kVocab;
+  EXPECT_EQ(run_ids(*module, prompt).error, et::Error::InvalidArgument);
+  EXPECT_THAT(etrt::last_error_message(), HasSubstr("id 32 at flat position 5"));
+  EXPECT_THAT(etrt::last_error_message(), HasSubstr("outside the vocabulary [0, 32)"));
+  EXPECT_EQ(run_ids(*module, {-1}).error, et::Error::InvalidArgument);
+  EXPECT_THAT(etrt::last_error_message(), HasSubstr("id -1 at flat position 0"));
+  expect_logits(run_ids(*module, token_ids(32)), token_ids(32));
+  expect_logits(run_ids(*module, token_ids(1)), token_ids(1));
+}
+
 // ---- output capacity ----
 
 TEST_F(ModuleTest, ANonzeroProfileProducesTheLargestOutputWithinThePlannedBuffer) {

@@ -1,4 +1,4 @@
-// The profile signature (DESIGN.md decision 10): optional, and when present
+// The profile signature (docs/design.md, decision 10): optional, and when present
 // it must describe num_profiles well-formed profiles of real engine inputs.
 
 #include <gtest/gtest.h>

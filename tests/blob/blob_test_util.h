@@ -34,7 +34,7 @@ inline Metadata simple_metadata() {
   return m;
 }
 
-// The decode/prefill engine of DESIGN.md: profile 0 = one token, profile 1 = 32..2048.
+// The decode/prefill engine of docs/design.md: profile 0 = one token, profile 1 = 32..2048.
 inline ProfileSignature llm_signature() {
   ProfileSignature s;
   s.num_profiles = 2;

@@ -52,7 +52,7 @@ inline ProfileTable build_table(int32_t num_profiles, const std::vector<InputBou
   return table;
 }
 
-// The overlapping case from the design: profile 0 = exactly one token,
+// The overlapping case of docs/design.md (decision 3): profile 0 = exactly one token,
 // profile 1 = 1..2048 tokens.
 inline ProfileTable overlapping_table() {
   return build_table(2, {input("input_ids", {{S({1, 1}), S({1, 1}), S({1, 1})},  //

@@ -1,4 +1,4 @@
-// Proves that .pte files written by etrt's packer (python/etrt/pte.py, run at
+// Proves that .pte files written by etrt's packer (python/etrt/pte/, run at
 // build time through cmake/pte.cmake) load and run in ExecuTorch's real
 // runtime through executorch::extension::Module, against a tiny backend
 // registered in ExecuTorch's real backend registry.

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from etrt import pte
+from etrt.pte import builder as pte_builder
+from etrt.pte import schema as pte_schema
 from etrt.pte import (
     DTYPES,
     PteError,
@@ -585,7 +587,7 @@ def test_toolchain_env_overrides(monkeypatch, tmp_path, toolchain):
 
 
 def test_schema_facts_match_the_constants(toolchain):
-    schema = pte._load_schema(toolchain)
+    schema = pte_schema.load_schema(toolchain)
     assert schema.file_identifier == pte.FILE_IDENTIFIER
     assert schema.delegate_alignment == pte.INLINE_DELEGATE_ALIGNMENT
     base, values = schema.enums["TensorShapeDynamism"]
@@ -621,14 +623,14 @@ def test_written_files_get_0666_minus_the_umask_not_the_temp_files_0600(tmp_path
 
 
 def test_the_umask_is_read_without_changing_it(umask_022, monkeypatch):
-    assert pte._umask() == 0o022
+    assert pte_builder._umask() == 0o022
     assert os.umask(0o022) == 0o022
 
     def no_proc(*args, **kwargs):
         raise OSError("no /proc here")
 
-    monkeypatch.setattr(pte, "open", no_proc, raising=False)  # the fallback: set and restore
-    assert pte._umask() == 0o022
+    monkeypatch.setattr(pte_builder, "open", no_proc, raising=False)  # the fallback: set and restore
+    assert pte_builder._umask() == 0o022
     assert os.umask(0o022) == 0o022
 
 

@@ -17,6 +17,7 @@
 #include "engine/tensorrt/tensorrt_engine.h"
 
 #include "common/shape_text.h"
+#include "common/utf8.h"
 
 #include <NvInferRuntime.h>
 #include <NvInferVersion.h>
@@ -29,7 +30,9 @@
 #include <limits>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -163,6 +166,7 @@ class ErrorRecorder final : public nvinfer1::IErrorRecorder {
   RefCount decRefCount() noexcept override { return --refs_; }
 
   const LastMessage& errors() const { return last_; }
+  nvinfer1::ErrorCode last_code() const { return code_.load(); }
 
  private:
   LastMessage last_;
@@ -197,14 +201,17 @@ struct Loaded {
 // Fills each output's aliased_input from the engine's own alias table.
 bool describe_aliases(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io, std::string* error) {
 #if ETRT_TENSORRT_HAS_ALIASES
+  std::unordered_map<std::string_view, int32_t> inputs;  // by name: linear in the number of IO tensors
+  for (size_t i = 0; i < io->size(); ++i)
+    if ((*io)[i].is_input) inputs.emplace((*io)[i].name, static_cast<int32_t>(i));
   for (TensorDesc& desc : *io) {
     if (desc.is_input) continue;
     const char* input = engine.getAliasedInputTensor(desc.name.c_str());
     if (input == nullptr) continue;
-    for (size_t i = 0; i < io->size(); ++i)
-      if ((*io)[i].is_input && (*io)[i].name == input) desc.aliased_input = static_cast<int32_t>(i);
+    const auto found = inputs.find(input);
+    if (found != inputs.end()) desc.aliased_input = found->second;
     if (desc.aliased_input < 0) {
-      *error = "engine output '" + desc.name + "' aliases '" + input +
+      *error = "engine output '" + desc.display_name + "' aliases '" + escape_name(input) +
                "' (getAliasedInputTensor), which is not an input of the engine";
       return false;
     }
@@ -229,7 +236,8 @@ bool describe_io(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io, std
       return false;
     }
     desc.name = name;
-    const std::string where = "engine IO tensor " + std::to_string(i) + " '" + desc.name + "'";
+    desc.display_name = escape_name(desc.name);
+    const std::string where = "engine IO tensor " + std::to_string(i) + " '" + desc.display_name + "'";
 
     const nvinfer1::TensorIOMode mode = engine.getTensorIOMode(name);
     if (mode == nvinfer1::TensorIOMode::kNONE) {
@@ -376,15 +384,21 @@ class TensorRTContext final : public ExecutionContext {
       return false;
     }
     const uint64_t mark = recorder_.errors().mark();
+    bad_input_ = false;
     if (context_->enqueueV3(static_cast<cudaStream_t>(stream))) return true;
+    bad_input_ = recorder_.errors().mark() != mark && recorder_.last_code() == nvinfer1::ErrorCode::kINVALID_ARGUMENT;
     return fail(mark, "enqueueV3 under profile " + std::to_string(context_->getOptimizationProfile()) + " failed");
   }
 
   const char* last_error() const override { return error_.c_str(); }
+  bool last_error_is_bad_input() const override { return bad_input_; }
 
  private:
   const char* name(int32_t io_index) const { return loaded_->io[static_cast<size_t>(io_index)].name.c_str(); }
-  const std::string& name_of(int32_t io_index) const { return loaded_->io[static_cast<size_t>(io_index)].name; }
+  // The name as messages quote it.
+  const std::string& name_of(int32_t io_index) const {
+    return loaded_->io[static_cast<size_t>(io_index)].display_name;
+  }
 
   bool check_index(int32_t io_index) const {
     const int32_t count = static_cast<int32_t>(loaded_->io.size());
@@ -411,6 +425,7 @@ class TensorRTContext final : public ExecutionContext {
   std::unique_ptr<nvinfer1::IExecutionContext> context_;
   bool user_managed_ = false;
   bool memory_set_ = false;
+  bool bad_input_ = false;
   mutable std::string error_;
 };
 
@@ -445,7 +460,7 @@ class TensorRTEngine final : public Engine {
     for (int k = 0; k < 3; ++k) {
       const nvinfer1::Dims dims = loaded_->engine->getProfileShape(desc.name.c_str(), profile, selectors[k]);
       if (dims.nbDims < 0 || dims.nbDims > kMaxRank) {
-        error_ = "getProfileShape('" + desc.name + "', " + std::to_string(profile) + ") returned rank " +
+        error_ = "getProfileShape('" + desc.display_name + "', " + std::to_string(profile) + ") returned rank " +
                  std::to_string(dims.nbDims) + ": " + loaded_->logger.errors().since(mark);
         return false;
       }
