@@ -59,8 +59,14 @@ class NoopBackend final : public et::BackendInterface {
 NoopBackend g_noop;
 const auto g_registered = et::register_backend({"EtrtBenchNoop", &g_noop});
 
+// The programs: the build tree's, or $ETRT_BENCH_PTE_DIR's where the benchmark runs from a copy (another machine).
+std::string pte_dir() {
+  const char* dir = std::getenv("ETRT_BENCH_PTE_DIR");
+  return dir != nullptr ? dir : ETRT_BENCH_PTE_DIR;
+}
+
 std::unique_ptr<Module> load(const char* name, const char* strategy = etrt::kStrategySwitch) {
-  auto module = std::make_unique<Module>(std::string(ETRT_BENCH_PTE_DIR) + "/" + name + ".pte");
+  auto module = std::make_unique<Module>(pte_dir() + "/" + name + ".pte");
   et::BackendOptions<1> options;
   (void)options.set_option(etrt::kOptionProfileStrategy, strategy);
   et::LoadBackendOptionsMap map;
@@ -114,7 +120,7 @@ class QuietLogger final : public nvinfer1::ILogger {
 // leaves them; what etrt's delegate calls once per forward().
 void BM_EngineEnqueue(benchmark::State& state) {
   etrt::gpufree::set_tracing_enabled(false);
-  std::ifstream file(std::string(ETRT_BENCH_PTE_DIR) + "/bench_identity.engine", std::ios::binary);
+  std::ifstream file(pte_dir() + "/bench_identity.engine", std::ios::binary);
   const std::vector<char> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   QuietLogger logger;
   std::unique_ptr<nvinfer1::IRuntime> runtime(nvinfer1::createInferRuntime(logger));

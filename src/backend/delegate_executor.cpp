@@ -309,8 +309,8 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
     } else {
       if (slot.alias_target && !device.check_in_place(*state.arg_tensors[k], slot.display_name.c_str()))
         return Error::InvalidArgument;
-      if (!device.bind(k, *state.arg_tensors[k], is_input, slot.display_name.c_str(), &address))
-        return Error::InvalidArgument;
+      const Error bound = device.bind(k, *state.arg_tensors[k], is_input, slot.display_name.c_str(), &address);
+      if (bound != Error::Ok) return bound;
     }
     if (address == cache.addresses[k]) continue;  // the context still holds it
     cache.ran = false;

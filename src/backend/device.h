@@ -161,8 +161,10 @@ class DeviceCall {
   // The address the engine gets for delegate argument `k` (inputs first). Memory the engine can use in place (any
   // memory for host engines; device memory of the delegate's device for device engines) is bound as it is; host
   // memory is staged: inputs are copied into staging[k] on the stream now, outputs copied back by
-  // copy_back_outputs(). `name` words the refusals.
-  bool bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name, void** address);
+  // copy_back_outputs(). `name` words the refusals: InvalidArgument for a tensor the caller must change (memory of
+  // another device, larger than its staging buffer, null), Internal when the staging copy itself fails.
+  executorch::runtime::Error bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name,
+                                  void** address);
 
   // After a successful enqueue: copies every staged output (arguments first_output.. of `tensors`) back into its
   // host tensor, at the size the tensor was resized to. Null entries (aliased outputs) are skipped.

@@ -286,10 +286,11 @@ Error DeviceCall::begin() {
   return Error::Ok;
 }
 
-bool DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name, void** address) {
+Error DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name, void** address) {
   const char* role = is_input ? "input" : "output";
   void* data = tensor.mutable_data_ptr();
-  if (!state_.device) return bind_host(state_, delegate_, k, tensor, is_input, name, address);
+  if (!state_.device)
+    return bind_host(state_, delegate_, k, tensor, is_input, name, address) ? Error::Ok : Error::InvalidArgument;
   state_.staged[k] = 0;
   const size_t bytes = tensor.nbytes();
   int device = -1;
@@ -301,24 +302,24 @@ bool DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input,
                    "%s '%s' is in memory of CUDA device %d, but this delegate runs on device %d (device_id in its "
                    "blob); pass memory of device %d, or host memory (etrt then stages it)",
                    role, name, device, state_.device_id, state_.device_id);
-      return false;
+      return Error::InvalidArgument;
     }
     if (reinterpret_cast<uintptr_t>(data) % engine::kIoAddressAlignment == 0) {
       *address = data;
-      return true;
+      return Error::Ok;
     }
     // Device memory TensorRT would refuse for its alignment (ExecuTorch plans 16 bytes): staged on the device.
   }
   DeviceBuffer& staging = state_.staging[k];
   const char* instead =
       on_device ? "256-byte-aligned device memory instead, which is bound in place" : "device memory instead";
-  if (!fits_staging(state_, delegate_, k, bytes, role, name, instead)) return false;
+  if (!fits_staging(state_, delegate_, k, bytes, role, name, instead)) return Error::InvalidArgument;
   if (data == nullptr && bytes > 0) {
     report_error(delegate_,
                  "%s '%s' has no memory (a null data pointer for %zu bytes): ExecuTorch planned none for it; give "
                  "it a buffer (Module::set_output for an output, a tensor with data for an input)",
                  role, name, bytes);
-    return false;
+    return Error::InvalidArgument;
   }
   *address = staging.data();
   state_.staged[k] = 1;
@@ -332,10 +333,10 @@ bool DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input,
     if (status != cudaSuccess) {
       report_error(delegate_, "copying %s '%s' (%zu bytes) to the device failed (cudaMemcpyAsync): %s", role, name, bytes,
                    cuda_text(status).c_str());
-      return false;
+      return Error::Internal;  // the copy failed, not the caller's tensor
     }
   }
-  return true;
+  return Error::Ok;
 }
 
 bool DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count) {

@@ -74,8 +74,10 @@ bool DeviceCall::enqueue(engine::ExecutionContext& context, GraphSet* /*graphs*/
 
 executorch::runtime::Error DeviceCall::begin() { return executorch::runtime::Error::Ok; }
 
-bool DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name, void** address) {
-  return bind_host(state_, delegate_, k, tensor, is_input, name, address);
+executorch::runtime::Error DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name,
+                                            void** address) {
+  return bind_host(state_, delegate_, k, tensor, is_input, name, address) ? executorch::runtime::Error::Ok
+                                                                          : executorch::runtime::Error::InvalidArgument;
 }
 
 bool DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count) {

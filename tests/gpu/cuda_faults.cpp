@@ -96,7 +96,8 @@ int calls(const char* function) {
 
 // ---- the interposed CUDA runtime functions ----
 //
-// Each: if libetrt's call draws the armed fault, return its error; otherwise call libcudart's function.
+// Each: if libetrt's call draws the armed fault, return its error without running; otherwise call libcudart's
+// function. cudaStreamEndCapture is the exception, below.
 
 #define ETRT_INTERPOSE(name, params, args)                                                      \
   extern "C" cudaError_t CUDARTAPI name params {                                                \
@@ -119,5 +120,21 @@ ETRT_INTERPOSE(cudaEventRecord, (cudaEvent_t e, cudaStream_t s), (e, s))
 ETRT_INTERPOSE(cudaEventSynchronize, (cudaEvent_t e), (e))
 ETRT_INTERPOSE(cudaGraphLaunch, (cudaGraphExec_t g, cudaStream_t s), (g, s))
 ETRT_INTERPOSE(cudaStreamBeginCapture, (cudaStream_t s, cudaStreamCaptureMode mode), (s, mode))
-ETRT_INTERPOSE(cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t* g), (s, g))
+
+// A failing cudaStreamEndCapture still ends the capture (CUDA ends it whatever the outcome and returns no graph):
+// the real call runs, then the fault replaces its result.
+extern "C" cudaError_t CUDARTAPI cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* g) {
+  static const int index = etrt::cuda_faults::index_of("cudaStreamEndCapture");
+  static const auto call = etrt::cuda_faults::real<cudaError_t(CUDARTAPI*)(cudaStream_t, cudaGraph_t*)>(
+      "cudaStreamEndCapture");
+  cudaError_t injected = cudaSuccess;
+  const bool fails = etrt::cuda_faults::fires(index, __builtin_return_address(0), &injected);
+  const cudaError_t status = call(s, g);
+  if (!fails) return status;
+  if (status == cudaSuccess && g != nullptr && *g != nullptr) {
+    (void)cudaGraphDestroy(*g);
+    *g = nullptr;
+  }
+  return injected;
+}
 ETRT_INTERPOSE(cudaGraphInstantiate, (cudaGraphExec_t * e, cudaGraph_t g, unsigned long long flags), (e, g, flags))

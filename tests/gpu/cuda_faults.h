@@ -25,7 +25,8 @@ inline constexpr const char* kFunctions[] = {
 };
 
 // Arms one fault: libetrt's `nth` next call (1 = the very next) of `function`, one of kFunctions, returns `error`
-// without running. Arming again replaces the armed fault.
+// without running (cudaStreamEndCapture runs, since a failed one still ends the capture, and returns no graph).
+// Arming again replaces the armed fault.
 void arm(const char* function, int nth = 1, cudaError_t error = cudaErrorInvalidValue);
 // Disarms the armed fault, if any.
 void disarm();
