@@ -120,10 +120,15 @@ json call(const std::string& backend, const std::string& blob, std::vector<std::
 }
 json trt_call(const std::string& blob, std::vector<std::string> args) { return call("TensorRTBackend", blob, args); }
 
-bool write_spec(const std::string& name, json values, std::vector<std::string> inputs,
-                std::vector<std::string> outputs, json calls) {
-  json spec = {{"name", "forward"}, {"values", values}, {"inputs", inputs}, {"outputs", outputs},
-               {"delegate_calls", calls}};
+// `values` and `calls` are vectors, not json: a one-element braced list given as json is the element itself under
+// some compilers (clang) and a one-element array under others (gcc).
+bool write_spec(const std::string& name, const std::vector<json>& values, std::vector<std::string> inputs,
+                std::vector<std::string> outputs, const std::vector<json>& calls) {
+  json spec = {{"name", "forward"},
+               {"values", json(values)},
+               {"inputs", inputs},
+               {"outputs", outputs},
+               {"delegate_calls", json(calls)}};
   std::string error;
   if (!etrt::refkit::write_text(g_dir + "/" + name + ".json", spec.dump(2), &error)) {
     std::fprintf(stderr, "make_fixtures: %s\n", error.c_str());
@@ -316,7 +321,7 @@ bool kv_blob(const std::string& name, std::vector<etrt::blob::AliasedIo> aliases
 // x, pos, cache (the caller's memory: unplanned), y; with `write_back`, also the cache's write-back output
 // cache_out, as ExecuTorch passes it for a mutable buffer the program owns.
 bool kv_spec(const std::string& name, const std::string& blob, bool write_back) {
-  json values = {tensor("x", "float32", {1, 4, 2}, true), tensor("pos", "int64", {1}, false),
+  std::vector<json> values = {tensor("x", "float32", {1, 4, 2}, true), tensor("pos", "int64", {1}, false),
                  tensor("cache", "float32", {1, 8, 2}, false, /*planned=*/false),
                  tensor("y", "float32", {1, 4, 2}, true)};
   std::vector<std::string> outputs = {"y"};
