@@ -66,23 +66,8 @@ constexpr int32_t kHidden = 16;
 constexpr int32_t kMaxTokens = 64;
 constexpr int32_t kPrefillTokens = 8;
 
-// The baseline: resizes logits [1, S, H] to its input's S and returns.
-class NoopBackend final : public et::BackendInterface {
- public:
-  bool is_available() const override { return true; }
-  et::Result<et::DelegateHandle*> init(et::BackendInitContext& context, et::FreeableBuffer* processed,
-                                       et::ArrayRef<et::CompileSpec>) const override {
-    processed->Free();
-    return context.get_runtime_allocator()->allocate(1);
-  }
-  et::Error execute(et::BackendExecutionContext&, et::DelegateHandle*, et::Span<et::EValue*> args) const override {
-    const auto tokens = static_cast<executorch::aten::SizesType>(args[0]->toTensor().size(1));
-    const executorch::aten::SizesType sizes[] = {1, tokens, kHidden};
-    return et::resize_tensor(args[1]->toTensor(), executorch::aten::ArrayRef<executorch::aten::SizesType>(sizes, 3));
-  }
-};
-NoopBackend g_noop;
-const auto g_registered = et::register_backend({"EtrtBenchNoop", &g_noop});
+// The baseline is tools/testing/noop_backend.cpp's do-nothing delegate (logits [1, S, H] resized to the input's S),
+// compiled into this benchmark.
 
 std::unique_ptr<Module> load(const std::string& name, const char* strategy) {
   // $ETRT_GPU_FIXTURE_DIR where the benchmark runs from a copy of the build (docs/gpu-testing.md).

@@ -43,21 +43,7 @@ namespace et = ::executorch::runtime;
 using executorch::aten::ScalarType;
 using executorch::extension::Module;
 
-// The baseline: a delegate that resizes its output and returns.
-class NoopBackend final : public et::BackendInterface {
- public:
-  bool is_available() const override { return true; }
-  et::Result<et::DelegateHandle*> init(et::BackendInitContext& context, et::FreeableBuffer* processed,
-                                       et::ArrayRef<et::CompileSpec>) const override {
-    processed->Free();
-    return context.get_runtime_allocator()->allocate(1);
-  }
-  et::Error execute(et::BackendExecutionContext&, et::DelegateHandle*, et::Span<et::EValue*> args) const override {
-    return et::resize_tensor(args[1]->toTensor(), args[0]->toTensor().sizes());
-  }
-};
-NoopBackend g_noop;
-const auto g_registered = et::register_backend({"EtrtBenchNoop", &g_noop});
+// The baseline is tools/testing/noop_backend.cpp's do-nothing delegate, compiled into this benchmark.
 
 // The programs: the build tree's, or $ETRT_BENCH_PTE_DIR's where the benchmark runs from a copy (another machine).
 std::string pte_dir() {
