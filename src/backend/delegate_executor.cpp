@@ -6,6 +6,7 @@
 #include <executorch/runtime/platform/log.h>
 
 #include "backend/diagnostics.h"
+#include "backend/nvtx_range.h"
 #include "etrt/profile_guard.h"
 #include "etrt/report.h"
 
@@ -268,6 +269,7 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
     outcome->switched = chosen != state.active_profile;
   } else {
     if (context->optimization_profile() != chosen) {
+      const NvtxRange range("etrt switch profile");
       device.issued();  // the switch may have put work on the stream even if it then failed
       cache.forget();   // after a switch every input shape must be set again
       if (!context->set_optimization_profile(chosen, stream)) {
@@ -287,6 +289,7 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
   bool shapes_changed = !cache.valid;
   for (size_t i = 0; i < n_in && !shapes_changed; ++i) shapes_changed = state.input_shapes[i] != cache.input_shapes[i];
   if (shapes_changed) {
+    const NvtxRange range("etrt set shapes");
     cache.ran = false;
     const Error status = set_shapes_and_infer_outputs(state, *context, cache, chosen);
     if (status != Error::Ok) return status;
@@ -295,6 +298,7 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
   if (resized != Error::Ok) return resized;
 
   const size_t n_args = n_in + state.outputs.size();
+  const NvtxRange bind_range("etrt bind and stage");
   for (size_t k = 0; k < n_args; ++k) {
     const bool is_input = k < n_in;
     const IoSlot& slot = is_input ? state.inputs[k] : state.outputs[k - n_in];
@@ -324,12 +328,18 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
 
   device.issued();  // a failed enqueue may still have left work on the stream
   GraphSet* graphs = state.device.graphs.empty() ? nullptr : &state.device.graphs[context_index];
-  if (!device.enqueue(*context, graphs, cache.ran, chosen, cache.input_shapes, cache.addresses)) {
+  bool enqueued = false;
+  {
+    const NvtxRange range("etrt enqueue");
+    enqueued = device.enqueue(*context, graphs, cache.ran, chosen, cache.input_shapes, cache.addresses);
+  }
+  if (!enqueued) {
     cache.ran = false;
     // The engine blamed the data (a token id outside the vocabulary): the caller's argument, not the delegate.
     return context->last_error_is_bad_input() ? Error::InvalidArgument : Error::Internal;
   }
   cache.ran = true;
+  const NvtxRange copy_range("etrt copy back");
   if (!device.copy_back_outputs(state.arg_tensors.data(), n_in, state.outputs.size())) return Error::Internal;
   state.last_choice.active_profile = state.active_profile;
   state.last_choice.valid = true;
@@ -348,6 +358,7 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
 }  // namespace
 
 Error execute_delegate(DelegateState& state, Span<EValue*> args) {
+  const NvtxRange range("etrt execute");
   std::lock_guard<std::mutex> lock(state.mutex);
   clear_last_error();
   DeviceCall device(state.device, state.name);

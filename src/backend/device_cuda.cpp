@@ -13,6 +13,7 @@
 
 #include "backend/device.h"
 #include "backend/diagnostics.h"
+#include "backend/nvtx_range.h"
 #include "backend/staging.h"
 #include "etrt/stream_guard.h"
 
@@ -459,6 +460,7 @@ Error DeviceCall::end(Error status) {
     // runs on a stream of its own -- so, like the released upstream delegate, the execution finishes before
     // returning. With a caller stream the caller owns the order; we wait only while host memory is in use.
     if (host_memory_in_flight_ || !caller_stream_) {
+      const NvtxRange range("etrt wait for the device");
       cuda = cudaEventSynchronize(as_event(state_.in_flight_event));
       call = "cudaEventSynchronize";
     }

@@ -14,6 +14,7 @@
 #include "backend/delegate_executor.h"
 #include "backend/delegate_loader.h"
 #include "backend/diagnostics.h"
+#include "backend/nvtx_range.h"
 #include "etrt/options.h"
 
 namespace etrt::backend {
@@ -75,6 +76,7 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
 
   Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* processed,
                                ArrayRef<CompileSpec> compile_specs) const override {
+    const NvtxRange range("etrt load");
     static std::atomic<int> next_ordinal{0};
     char name[64];
     const char* method = context.get_method_name() ? context.get_method_name() : "?";
