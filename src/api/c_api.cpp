@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/diagnostics.h"
+#include "backend/counters.h"
 #include "backend/load_options.h"
 #include "etrt/options.h"
 #include "etrt/profile_guard.h"

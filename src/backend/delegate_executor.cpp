@@ -5,7 +5,8 @@
 #include <executorch/runtime/core/exec_aten/util/tensor_util.h>
 #include <executorch/runtime/platform/log.h>
 
-#include "backend/diagnostics.h"
+#include "backend/counters.h"
+#include "backend/last_error.h"
 #include "backend/nvtx_range.h"
 #include "etrt/profile_guard.h"
 #include "etrt/report.h"

@@ -12,7 +12,7 @@
 #include <executorch/runtime/platform/log.h>
 
 #include "backend/device.h"
-#include "backend/diagnostics.h"
+#include "backend/last_error.h"
 #include "backend/nvtx_range.h"
 #include "backend/staging.h"
 #include "etrt/stream_guard.h"

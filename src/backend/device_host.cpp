@@ -5,7 +5,7 @@
 #include <new>
 
 #include "backend/device.h"
-#include "backend/diagnostics.h"
+#include "backend/last_error.h"
 #include "backend/staging.h"
 
 namespace etrt::backend {

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "backend/diagnostics.h"
+#include "backend/last_error.h"
 
 namespace etrt::backend {
 

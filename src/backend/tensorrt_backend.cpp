@@ -11,11 +11,13 @@
 #include <executorch/runtime/backend/interface.h>
 #include <executorch/runtime/platform/log.h>
 
+#include "backend/counters.h"
 #include "backend/delegate_executor.h"
 #include "backend/delegate_loader.h"
-#include "backend/diagnostics.h"
+#include "backend/last_error.h"
 #include "backend/nvtx_range.h"
 #include "etrt/options.h"
+#include "etrt/report.h"
 
 namespace etrt::backend {
 namespace {

@@ -1,10 +1,13 @@
-#include "backend/diagnostics.h"
+#include "backend/last_error.h"
 
+#include <cstdarg>
+#include <cstddef>
 #include <cstdio>
 
 #include <executorch/runtime/platform/log.h>
 
 #include "common/fast_tls.h"
+#include "etrt/report.h"
 
 namespace etrt {
 namespace {
@@ -13,27 +16,12 @@ constexpr size_t kMaxMessage = 8192;
 thread_local char t_last_error[kMaxMessage] = {};
 // Whether t_last_error holds this thread's latest refusal: executions clear the flag, not the text.
 thread_local bool t_has_error ETRT_FAST_TLS = false;
-thread_local ExecutionReport* t_current_report ETRT_FAST_TLS = nullptr;
 
 }  // namespace
 
 const char* last_error_message() noexcept { return t_has_error ? t_last_error : ""; }
 void clear_last_error() noexcept { t_has_error = false; }
 bool has_last_error() noexcept { return t_has_error; }
-
-ExecutionReport::ExecutionReport() noexcept : previous_(t_current_report) { t_current_report = this; }
-ExecutionReport::~ExecutionReport() { t_current_report = previous_; }
-bool ExecutionReport::active_on_this_thread() noexcept { return t_current_report != nullptr; }
-
-void ExecutionReport::record_on_this_thread(const ExecutionRecord& r) noexcept {
-  for (ExecutionReport* report = t_current_report; report != nullptr; report = report->previous_) report->record(r);
-}
-
-void ExecutionReport::record(const ExecutionRecord& r) noexcept {
-  if (count_ < kCapacity) records_[count_] = r;
-  ++count_;
-  if (r.switched) ++switches_;
-}
 
 namespace backend {
 namespace {
@@ -67,11 +55,6 @@ void report_error(const char* delegate, const char* format, ...) {
   }
   t_has_error = true;
   log_error_lines(t_last_error);
-}
-
-Counters& counters() noexcept {
-  static Counters instance;
-  return instance;
 }
 
 }  // namespace backend

@@ -1,0 +1,10 @@
+#include "backend/counters.h"
+
+namespace etrt::backend {
+
+Counters& counters() noexcept {
+  static Counters instance;
+  return instance;
+}
+
+}  // namespace etrt::backend
