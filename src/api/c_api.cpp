@@ -252,13 +252,13 @@ int etrt_report_clear(void* report) {
 
 int etrt_counter(const char* name, int64_t* value) {
   if (name == nullptr || value == nullptr) return ETRT_E_INVALID_ARGUMENT;
-  const etrt::backend::Counters& c = etrt::backend::counters();
+  const etrt::backend::CounterTotals c = etrt::backend::counter_totals();
   if (std::strcmp(name, etrt::kCounterProfileSwitches) == 0) {
-    *value = c.switches.load();
+    *value = c.switches;
   } else if (std::strcmp(name, etrt::kCounterExecutions) == 0) {
-    *value = c.executions.load();
+    *value = c.executions;
   } else if (std::strcmp(name, etrt::kCounterLastProfile) == 0) {
-    *value = c.last_profile.load();
+    *value = c.last_profile;
   } else {
     return ETRT_E_INVALID_ARGUMENT;
   }

@@ -1,25 +1,19 @@
 #include "etrt/profile_guard.h"
 
-#include "common/fast_tls.h"
+#include "backend/thread_state.h"
 
 namespace etrt {
 
-namespace {
-// The current thread's request. It lives in the shared library `etrt` exactly
-// once: a copy in a second shared object would be a second, unrelated
-// thread-local (the same reason ExecuTorch keeps CallerStreamGuard's state in
-// a shared library).
-thread_local ProfileRequest t_current_request ETRT_FAST_TLS{};
-}  // namespace
 
-ProfileRequest current_profile_request() noexcept { return t_current_request; }
+// The request lives in the thread's block (backend/thread_state.h), beside what an execution reads with it.
+ProfileRequest current_profile_request() noexcept { return backend::thread_state().request; }
 
 OptimizationProfileGuard::OptimizationProfileGuard(int32_t profile_index) noexcept
     : OptimizationProfileGuard(ProfileRequest::pinned(profile_index)) {}
 
 OptimizationProfileGuard::OptimizationProfileGuard(ProfileRequest request) noexcept
-    : installed_(request), previous_(t_current_request) {
-  t_current_request = request;
+    : installed_(request), previous_(backend::thread_state().request) {
+  backend::thread_state().request = request;
 }
 
 OptimizationProfileGuard OptimizationProfileGuard::automatic(AutoPolicy policy) noexcept {
@@ -28,6 +22,6 @@ OptimizationProfileGuard OptimizationProfileGuard::automatic(AutoPolicy policy) 
   return OptimizationProfileGuard(ProfileRequest::automatic(policy));
 }
 
-OptimizationProfileGuard::~OptimizationProfileGuard() { t_current_request = previous_; }
+OptimizationProfileGuard::~OptimizationProfileGuard() { backend::thread_state().request = previous_; }
 
 }  // namespace etrt

@@ -3,21 +3,22 @@
 
 #include "etrt/report.h"
 
-#include "common/fast_tls.h"
+#include "backend/thread_state.h"
 
 namespace etrt {
 namespace {
 
-thread_local ExecutionReport* t_current_report ETRT_FAST_TLS = nullptr;
+// The innermost open report lives in the thread's block (backend/thread_state.h).
+ExecutionReport*& current_report() noexcept { return backend::thread_state().report; }
 
 }  // namespace
 
-ExecutionReport::ExecutionReport() noexcept : previous_(t_current_report) { t_current_report = this; }
-ExecutionReport::~ExecutionReport() { t_current_report = previous_; }
-bool ExecutionReport::active_on_this_thread() noexcept { return t_current_report != nullptr; }
+ExecutionReport::ExecutionReport() noexcept : previous_(current_report()) { current_report() = this; }
+ExecutionReport::~ExecutionReport() { current_report() = previous_; }
+bool ExecutionReport::active_on_this_thread() noexcept { return current_report() != nullptr; }
 
 void ExecutionReport::record_on_this_thread(const ExecutionRecord& r) noexcept {
-  for (ExecutionReport* report = t_current_report; report != nullptr; report = report->previous_) report->record(r);
+  for (ExecutionReport* report = current_report(); report != nullptr; report = report->previous_) report->record(r);
 }
 
 void ExecutionReport::record(const ExecutionRecord& r) noexcept {

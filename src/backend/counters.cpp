@@ -1,10 +1,60 @@
 #include "backend/counters.h"
 
-namespace etrt::backend {
+#include <mutex>
 
-Counters& counters() noexcept {
-  static Counters instance;
-  return instance;
+namespace etrt::backend {
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  DelegateCounts* live = nullptr;  // the newest live delegate's counts; a doubly linked list through them
+  int64_t destroyed_executions = 0;
+  int64_t destroyed_switches = 0;
+};
+
+// Leaked on purpose: a delegate destroyed during static destruction (a Module held by a static) still leaves it.
+Registry& registry() {
+  static Registry* r = new Registry;
+  return *r;
+}
+
+}  // namespace
+
+std::atomic<int32_t>& DelegateCounts::last_profile() noexcept {
+  static std::atomic<int32_t> profile{-1};
+  return profile;
+}
+
+DelegateCounts::DelegateCounts() noexcept {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  next_ = r.live;
+  if (next_ != nullptr) next_->previous_ = this;
+  r.live = this;
+}
+
+DelegateCounts::~DelegateCounts() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.destroyed_executions += executions_.load(std::memory_order_relaxed);
+  r.destroyed_switches += switches_.load(std::memory_order_relaxed);
+  if (previous_ != nullptr) previous_->next_ = next_;
+  else r.live = next_;
+  if (next_ != nullptr) next_->previous_ = previous_;
+}
+
+CounterTotals counter_totals() noexcept {
+  Registry& r = registry();
+  CounterTotals totals;
+  std::lock_guard<std::mutex> lock(r.mutex);
+  totals.executions = r.destroyed_executions;
+  totals.switches = r.destroyed_switches;
+  for (const DelegateCounts* c = r.live; c != nullptr; c = c->next_) {
+    totals.executions += c->executions_.load(std::memory_order_relaxed);
+    totals.switches += c->switches_.load(std::memory_order_relaxed);
+  }
+  totals.last_profile = DelegateCounts::last_profile().load(std::memory_order_relaxed);
+  return totals;
 }
 
 }  // namespace etrt::backend

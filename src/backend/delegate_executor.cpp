@@ -8,6 +8,7 @@
 #include "backend/counters.h"
 #include "backend/last_error.h"
 #include "backend/nvtx_range.h"
+#include "backend/thread_state.h"
 #include "etrt/profile_guard.h"
 #include "etrt/report.h"
 
@@ -42,8 +43,8 @@ struct Outcome {
 };
 
 // Finishes an execution: counters, the thread's report, and the error code.
-Error finish(DelegateState& state, const Outcome& outcome, Error status) {
-  if (ExecutionReport::active_on_this_thread()) {
+Error finish(DelegateState& state, const ThreadState& thread, const Outcome& outcome, Error status) {
+  if (thread.report != nullptr) {
     ExecutionRecord record;
     static_assert(sizeof(record.delegate) == sizeof(state.name), "delegate names are copied whole");
     std::memcpy(record.delegate, state.name, sizeof(record.delegate));
@@ -54,10 +55,7 @@ Error finish(DelegateState& state, const Outcome& outcome, Error status) {
     record.ok = status == Error::Ok;
     ExecutionReport::record_on_this_thread(record);
   }
-  if (status == Error::Ok) {
-    counters().executions.fetch_add(1, std::memory_order_relaxed);
-    counters().last_profile.store(outcome.profile, std::memory_order_relaxed);
-  }
+  if (status == Error::Ok) state.counts.count_execution(outcome.profile);
   return status;
 }
 
@@ -216,8 +214,9 @@ Error resize_outputs(DelegateState& state, const DelegateState::ContextCache& ca
 }
 
 // Everything after the wait for in-flight work, in decision 6's order (docs/design.md); `device` carries the stream.
-Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> args, Outcome* outcome) {
-  ProfileRequest request = current_profile_request();
+Error execute_locked(DelegateState& state, const ThreadState& thread, DeviceCall& device, Span<EValue*> args,
+                     Outcome* outcome) {
+  ProfileRequest request = thread.request;
   if (request.kind == ProfileRequest::Kind::kDefault)
     request = state.options.default_request(state.table.num_profiles());
 
@@ -284,7 +283,7 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
   if (outcome->switched) {
     ET_LOG(Debug, "TensorRT delegate %s: profile %d -> %d", state.name, state.active_profile, chosen);
     state.active_profile = chosen;
-    counters().switches.fetch_add(1, std::memory_order_relaxed);
+    state.counts.count_switch();
   }
 
   bool shapes_changed = !cache.valid;
@@ -360,15 +359,16 @@ Error execute_locked(DelegateState& state, DeviceCall& device, Span<EValue*> arg
 
 Error execute_delegate(DelegateState& state, Span<EValue*> args) {
   const NvtxRange range("etrt execute");
-  std::lock_guard<std::mutex> lock(state.mutex);
-  clear_last_error();
+  const std::lock_guard<DelegateLock> lock(state.mutex);
+  ThreadState& thread = thread_state();  // one thread-local lookup for the request, the error flag and the report
+  thread.has_error = false;              // etrt::clear_last_error()
   DeviceCall device(state.device, state.name);
   Outcome outcome;
   Error status = device.begin();
-  if (status == Error::Ok) status = execute_locked(state, device, args, &outcome);
+  if (status == Error::Ok) status = execute_locked(state, thread, device, args, &outcome);
   // Before the lock is released: the next execution must find this one's in-flight event recorded.
   status = device.end(status);
-  return finish(state, outcome, status);
+  return finish(state, thread, outcome, status);
 }
 
 }  // namespace etrt::backend

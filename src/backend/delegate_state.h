@@ -11,6 +11,8 @@
 
 #include <executorch/runtime/core/exec_aten/exec_aten.h>
 
+#include "backend/counters.h"
+#include "backend/delegate_lock.h"
 #include "backend/device.h"
 #include "backend/load_options.h"
 #include "common/shape.h"
@@ -66,7 +68,8 @@ struct DelegateState {
 
   // Serializes executions of this delegate: the contexts below are not
   // reentrant, and the profile bookkeeping must match what the engine did.
-  std::mutex mutex;
+  DelegateLock mutex;
+  DelegateCounts counts;  // its executions and switches, counted under `mutex`
 
   // Declaration order is destruction order reversed: contexts die before the
   // scratch memory they run in and the staging buffers bound to them, which

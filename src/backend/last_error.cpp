@@ -6,7 +6,7 @@
 
 #include <executorch/runtime/platform/log.h>
 
-#include "common/fast_tls.h"
+#include "backend/thread_state.h"
 #include "etrt/report.h"
 
 namespace etrt {
@@ -14,14 +14,14 @@ namespace {
 
 constexpr size_t kMaxMessage = 8192;
 thread_local char t_last_error[kMaxMessage] = {};
-// Whether t_last_error holds this thread's latest refusal: executions clear the flag, not the text.
-thread_local bool t_has_error ETRT_FAST_TLS = false;
 
 }  // namespace
 
-const char* last_error_message() noexcept { return t_has_error ? t_last_error : ""; }
-void clear_last_error() noexcept { t_has_error = false; }
-bool has_last_error() noexcept { return t_has_error; }
+// Whether t_last_error holds the thread's latest refusal is in the thread's block (thread_state.h): executions
+// clear the flag, not the text.
+const char* last_error_message() noexcept { return backend::thread_state().has_error ? t_last_error : ""; }
+void clear_last_error() noexcept { backend::thread_state().has_error = false; }
+bool has_last_error() noexcept { return backend::thread_state().has_error; }
 
 namespace backend {
 namespace {
@@ -53,7 +53,7 @@ void report_error(const char* delegate, const char* format, ...) {
     std::vsnprintf(t_last_error + n, kMaxMessage - static_cast<size_t>(n), format, args);
     va_end(args);
   }
-  t_has_error = true;
+  thread_state().has_error = true;
   log_error_lines(t_last_error);
 }
 

@@ -126,13 +126,14 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
   }
 
   Error get_option(BackendOptionContext& /*context*/, Span<BackendOption>& options) override {
+    const CounterTotals totals = counter_totals();
     for (BackendOption& option : options) {
       if (std::strcmp(option.key, kCounterProfileSwitches) == 0) {
-        option.value = static_cast<int>(counters().switches.load());
+        option.value = static_cast<int>(totals.switches);
       } else if (std::strcmp(option.key, kCounterExecutions) == 0) {
-        option.value = static_cast<int>(counters().executions.load());
+        option.value = static_cast<int>(totals.executions);
       } else if (std::strcmp(option.key, kCounterLastProfile) == 0) {
-        option.value = static_cast<int>(counters().last_profile.load());
+        option.value = static_cast<int>(totals.last_profile);
       } else {
         ET_LOG(Error, "TensorRTBackend has no option '%s'; readable: %s, %s, %s", option.key, kCounterProfileSwitches,
                kCounterExecutions, kCounterLastProfile);
