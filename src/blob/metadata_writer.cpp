@@ -8,149 +8,137 @@
 namespace etrt::blob {
 namespace {
 
-using detail::append_json_int;
-using detail::append_json_string;
+// Compact JSON, written in order: objects and arrays put the separators between their members themselves.
+class JsonWriter {
+ public:
+  explicit JsonWriter(std::string& out) : out_(out) {}
 
-void append_key(std::string& out, const char* key) {
-  out += '"';
-  out += key;  // keys are ASCII identifiers, nothing to escape
-  out += "\":";
+  // An object whose members `members(*this)` writes with field().
+  template <typename Members>
+  void object(Members members) {
+    out_ += '{';
+    first_.push_back(true);
+    members(*this);
+    first_.pop_back();
+    out_ += '}';
+  }
+  // The member `key` (an ASCII identifier: nothing to escape), its value written by `value(*this)`.
+  template <typename Value>
+  void field(const char* key, Value value) {
+    if (!first_.back()) out_ += ',';
+    first_.back() = false;
+    out_ += '"';
+    out_ += key;
+    out_ += "\":";
+    value(*this);
+  }
+  // An array of `items`, each written by `item(*this, element)`.
+  template <typename Items, typename Item>
+  void array(const Items& items, Item item) {
+    out_ += '[';
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i > 0) out_ += ',';
+      item(*this, items[i]);
+    }
+    out_ += ']';
+  }
+
+  void string(const std::string& value) { detail::append_json_string(out_, value); }
+  void integer(int64_t value) { detail::append_json_int(out_, value); }
+  void boolean(bool value) { out_ += value ? "true" : "false"; }
+  void integers(const std::vector<int64_t>& values) {
+    array(values, [](JsonWriter& w, int64_t v) { w.integer(v); });
+  }
+
+ private:
+  std::string& out_;
+  std::vector<bool> first_;  // per open object: no member written yet
+};
+
+// field() value writers for the common kinds.
+auto text(const std::string& v) {
+  return [&v](JsonWriter& w) { w.string(v); };
+}
+auto number(int64_t v) {
+  return [v](JsonWriter& w) { w.integer(v); };
+}
+auto flag(bool v) {
+  return [v](JsonWriter& w) { w.boolean(v); };
+}
+auto numbers(const std::vector<int64_t>& v) {
+  return [&v](JsonWriter& w) { w.integers(v); };
 }
 
-void append_bool(std::string& out, bool value) { out += value ? "true" : "false"; }
-
-void append_ints(std::string& out, const std::vector<int64_t>& values) {
-  out += '[';
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) out += ',';
-    append_json_int(out, values[i]);
-  }
-  out += ']';
-}
-
-void append_signature(std::string& out, const ProfileSignature& sig) {
-  out += '{';
-  append_key(out, "num_profiles");
-  append_json_int(out, sig.num_profiles);
-  out += ',';
-  append_key(out, "inputs");
-  out += '[';
-  for (size_t i = 0; i < sig.inputs.size(); ++i) {
-    if (i > 0) out += ',';
-    out += '{';
-    append_key(out, "name");
-    append_json_string(out, sig.inputs[i].name);
-    out += ',';
-    append_key(out, "profiles");
-    out += '[';
-    for (size_t p = 0; p < sig.inputs[i].profiles.size(); ++p) {
-      const ProfileBounds& b = sig.inputs[i].profiles[p];
-      if (p > 0) out += ',';
-      out += '{';
-      append_key(out, "min");
-      append_ints(out, b.min);
-      out += ',';
-      append_key(out, "opt");
-      append_ints(out, b.opt);
-      out += ',';
-      append_key(out, "max");
-      append_ints(out, b.max);
-      out += '}';
-    }
-    out += "]}";
-  }
-  out += "],";
-  append_key(out, "symbolic_dims");
-  out += '[';
-  for (size_t i = 0; i < sig.symbolic_dims.size(); ++i) {
-    const SymbolicDim& s = sig.symbolic_dims[i];
-    if (i > 0) out += ',';
-    out += '{';
-    append_key(out, "name");
-    append_json_string(out, s.name);
-    out += ',';
-    append_key(out, "input");
-    append_json_string(out, s.input);
-    out += ',';
-    append_key(out, "dim");
-    append_json_int(out, s.dim);
-    out += ',';
-    append_key(out, "ranges");
-    out += '[';
-    for (size_t p = 0; p < s.ranges.size(); ++p) {
-      if (p > 0) out += ',';
-      out += '[';
-      append_json_int(out, s.ranges[p].first);
-      out += ',';
-      append_json_int(out, s.ranges[p].second);
-      out += ']';
-    }
-    out += "]}";
-  }
-  out += "]}";
+void write_signature(JsonWriter& w, const ProfileSignature& sig) {
+  w.object([&](JsonWriter& o) {
+    o.field("num_profiles", number(sig.num_profiles));
+    o.field("inputs", [&](JsonWriter& a) {
+      a.array(sig.inputs, [](JsonWriter& e, const SignatureInput& input) {
+        e.object([&](JsonWriter& i) {
+          i.field("name", text(input.name));
+          i.field("profiles", [&](JsonWriter& p) {
+            p.array(input.profiles, [](JsonWriter& pe, const ProfileBounds& b) {
+              pe.object([&](JsonWriter& bo) {
+                bo.field("min", numbers(b.min));
+                bo.field("opt", numbers(b.opt));
+                bo.field("max", numbers(b.max));
+              });
+            });
+          });
+        });
+      });
+    });
+    o.field("symbolic_dims", [&](JsonWriter& a) {
+      a.array(sig.symbolic_dims, [](JsonWriter& e, const SymbolicDim& s) {
+        e.object([&](JsonWriter& d) {
+          d.field("name", text(s.name));
+          d.field("input", text(s.input));
+          d.field("dim", number(s.dim));
+          d.field("ranges", [&](JsonWriter& r) {
+            r.array(s.ranges, [](JsonWriter& re, const std::pair<int64_t, int64_t>& range) {
+              re.integers({range.first, range.second});
+            });
+          });
+        });
+      });
+    });
+  });
 }
 
 }  // namespace
 
 std::string metadata_to_json(const Metadata& metadata) {
   std::string out;
-  out += '{';
-  append_key(out, "io_bindings");
-  out += '[';
-  for (size_t i = 0; i < metadata.io_bindings.size(); ++i) {
-    const IoBinding& b = metadata.io_bindings[i];
-    if (i > 0) out += ',';
-    out += '{';
-    append_key(out, "name");
-    append_json_string(out, b.name);
-    out += ',';
-    append_key(out, "dtype");
-    append_json_string(out, b.dtype);
-    out += ',';
-    append_key(out, "shape");
-    append_ints(out, b.shape);
-    out += ',';
-    append_key(out, "is_input");
-    append_bool(out, b.is_input);
-    out += '}';
-  }
-  out += "],";
-  append_key(out, "aliased_io");
-  out += '[';
-  for (size_t i = 0; i < metadata.aliased_io.size(); ++i) {
-    const AliasedIo& a = metadata.aliased_io[i];
-    if (i > 0) out += ',';
-    out += '{';
-    append_key(out, "output");
-    append_json_string(out, a.output);
-    out += ',';
-    append_key(out, "input");
-    append_json_string(out, a.input);
-    out += ',';
-    append_key(out, "kind");
-    append_json_string(out, a.kind);
-    out += '}';
-  }
-  out += "],";
-  append_key(out, "hardware_compatible");
-  append_bool(out, metadata.hardware_compatible);
-  out += ',';
-  append_key(out, "device_id");
-  append_json_int(out, metadata.device_id);
-  out += ',';
-  append_key(out, "serialized_metadata");
-  append_json_string(out, metadata.serialized_metadata);
-  out += ',';
-  append_key(out, "target_platform");
-  append_json_string(out, metadata.target_platform);
-  // Appended after upstream's keys, and only when present, so a blob without
-  // a signature is byte-identical to what Torch-TensorRT writes.
-  if (metadata.profile_signature) {
-    out += ',';
-    append_key(out, "profile_signature");
-    append_signature(out, *metadata.profile_signature);
-  }
-  out += '}';
+  JsonWriter w(out);
+  w.object([&](JsonWriter& o) {
+    o.field("io_bindings", [&](JsonWriter& a) {
+      a.array(metadata.io_bindings, [](JsonWriter& e, const IoBinding& b) {
+        e.object([&](JsonWriter& m) {
+          m.field("name", text(b.name));
+          m.field("dtype", text(b.dtype));
+          m.field("shape", numbers(b.shape));
+          m.field("is_input", flag(b.is_input));
+        });
+      });
+    });
+    o.field("aliased_io", [&](JsonWriter& a) {
+      a.array(metadata.aliased_io, [](JsonWriter& e, const AliasedIo& alias) {
+        e.object([&](JsonWriter& m) {
+          m.field("output", text(alias.output));
+          m.field("input", text(alias.input));
+          m.field("kind", text(alias.kind));
+        });
+      });
+    });
+    o.field("hardware_compatible", flag(metadata.hardware_compatible));
+    o.field("device_id", number(metadata.device_id));
+    o.field("serialized_metadata", text(metadata.serialized_metadata));
+    o.field("target_platform", text(metadata.target_platform));
+    // Appended after upstream's keys, and only when present, so a blob without
+    // a signature is byte-identical to what Torch-TensorRT writes.
+    if (metadata.profile_signature)
+      o.field("profile_signature", [&](JsonWriter& s) { write_signature(s, *metadata.profile_signature); });
+  });
   return out;
 }
 
