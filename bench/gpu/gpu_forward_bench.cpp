@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "alloc_counter.h"
+#include "bench_defaults.h"
 #include "etrt_gpufree/trace.h"
 #include "etrt/options.h"
 #include "etrt/profile_guard.h"
@@ -237,14 +238,7 @@ class MedianReporter final : public benchmark::ConsoleReporter {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Defaults first, so flags given on the command line win.
-  std::vector<char*> args = {argv[0]};
-  std::string defaults[] = {"--benchmark_repetitions=10", "--benchmark_report_aggregates_only=true",
-                            "--benchmark_min_time=0.2"};
-  for (std::string& d : defaults) args.push_back(d.data());
-  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
-  int n = static_cast<int>(args.size());
-  benchmark::Initialize(&n, args.data());
+  etrt::bench::initialize_with_defaults(argc, argv);
 
   const std::vector<int32_t> decode = {0}, alternate = {1, 0};
   auto add = [](const std::string& name, auto fn) {

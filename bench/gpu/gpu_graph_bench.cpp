@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_defaults.h"
 #include "etrt/options.h"
 #include "etrt/profile_guard.h"
 #include "etrt/report.h"
@@ -167,13 +168,7 @@ class MedianReporter final : public benchmark::ConsoleReporter {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<char*> args = {argv[0]};
-  std::string defaults[] = {"--benchmark_repetitions=10", "--benchmark_report_aggregates_only=true",
-                            "--benchmark_min_time=0.2"};
-  for (std::string& d : defaults) args.push_back(d.data());
-  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
-  int n = static_cast<int>(args.size());
-  benchmark::Initialize(&n, args.data());
+  etrt::bench::initialize_with_defaults(argc, argv);
   for (const bool graphs : {false, true})
     for (const char* strategy : {etrt::kStrategySwitch, etrt::kStrategyContextPerProfile})
       benchmark::RegisterBenchmark((std::string(graphs ? "graphs/" : "plain/") + strategy).c_str(),
