@@ -50,8 +50,8 @@ else
 fi
 
 echo "== build the fuzzers (clang: libFuzzer + ASan + UBSan)"
-# tests/fuzz, docs/testing.md. Only the three harnesses are built; their seeds come from build/'s fixtures (clang
-# builds etrt_make_fixtures into a program that writes wrong packer specs).
+# tests/fuzz, docs/testing.md. Only the three harnesses are built; their seeds come from build/'s fixtures, built
+# above.
 $CMAKE -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" -DETRT_SANITIZE=address,undefined -DETRT_BUILD_FUZZERS=ON \
   -DETRT_BUILD_BENCHMARKS=OFF -DETRT_BUILD_EXAMPLES=OFF -DETRT_FUZZ_FIXTURE_DIR="$ROOT/build/tests/backend/fixtures"

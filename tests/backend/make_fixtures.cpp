@@ -10,11 +10,16 @@
 // programs. Building and packing a CUDA-mode engine touches no CUDA, so this
 // runs at build time on machines without a GPU.
 //
-// usage: etrt_make_fixtures [--cuda] <output-dir>
+// usage: etrt_make_fixtures [--cuda] --programs <name>,<name>... <output-dir>
+//
+// --programs lists the programs (<name>.json, packed into <name>.pte) this mode must write: CMake passes its list
+// from tests/backend/fixtures.cmake (ETRT_FIXTURE_NAMES, or ETRT_GPU_FIXTURE_NAMES with --cuda), the same names
+// it packs. Writing a program not listed, or not writing a listed one, fails the run and names the program.
 
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +40,8 @@ using etrt::gpufree::Builder;
 using json = nlohmann::json;
 
 std::string g_dir;
+// The programs written so far, in order (write_spec).
+std::vector<std::string> g_written;
 // Where the engines' tensors live: kHost for tests/backend, kDevice for tests/gpu.
 MemoryKind g_kind = MemoryKind::kHost;
 
@@ -129,6 +136,7 @@ bool write_spec(const std::string& name, const std::vector<json>& values, std::v
                {"inputs", inputs},
                {"outputs", outputs},
                {"delegate_calls", json(calls)}};
+  g_written.push_back(name);
   std::string error;
   if (!etrt::refkit::write_text(g_dir + "/" + name + ".json", spec.dump(2), &error)) {
     std::fprintf(stderr, "make_fixtures: %s\n", error.c_str());
@@ -531,16 +539,58 @@ bool cuda_fixtures() {
   return ok;
 }
 
+// Splits "a,b,c" into its names.
+std::vector<std::string> split_names(const std::string& list) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  for (size_t comma; (comma = list.find(',', start)) != std::string::npos; start = comma + 1)
+    names.push_back(list.substr(start, comma - start));
+  names.push_back(list.substr(start));
+  return names;
+}
+
+// Whether the programs written are exactly `listed`, each written once; if not, says which differ.
+bool written_as_listed(const std::vector<std::string>& listed, const char* list_name) {
+  const std::set<std::string> listed_set(listed.begin(), listed.end());
+  std::set<std::string> written;
+  std::vector<std::string> problems;
+  for (const std::string& name : g_written) {
+    if (!written.insert(name).second) problems.push_back(name + ": written twice");
+    else if (listed_set.count(name) == 0) problems.push_back(name + ": written, not listed");
+  }
+  for (const std::string& name : listed)
+    if (written.count(name) == 0) problems.push_back(name + ": listed, not written");
+  if (problems.empty()) return true;
+  std::fprintf(stderr,
+               "make_fixtures: the programs written differ from the list passed with --programs (%s in "
+               "tests/backend/fixtures.cmake); list each program this mode writes there, and only those:\n",
+               list_name);
+  for (const std::string& problem : problems) std::fprintf(stderr, "  %s\n", problem.c_str());
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool cuda = argc == 3 && std::strcmp(argv[1], "--cuda") == 0;
-  if (argc != 2 && !cuda) {
-    std::fprintf(stderr, "usage: %s [--cuda] <output-dir>\n", argv[0]);
+  bool cuda = false;
+  const char* programs = nullptr;
+  int i = 1;
+  for (; i < argc - 1; ++i) {
+    if (std::strcmp(argv[i], "--cuda") == 0) {
+      cuda = true;
+    } else if (std::strcmp(argv[i], "--programs") == 0 && i + 1 < argc - 1) {
+      programs = argv[++i];
+    } else {
+      break;
+    }
+  }
+  if (i != argc - 1 || programs == nullptr) {
+    std::fprintf(stderr, "usage: %s [--cuda] --programs <name>,<name>... <output-dir>\n", argv[0]);
     return 2;
   }
   g_dir = argv[argc - 1];
   g_kind = cuda ? MemoryKind::kDevice : MemoryKind::kHost;
   const bool ok = shared_fixtures() && (cuda ? cuda_fixtures() : refusal_fixtures() && adapter_fixtures() && contract_fixtures());
-  return ok ? 0 : 1;
+  if (!ok) return 1;
+  return written_as_listed(split_names(programs), cuda ? "ETRT_GPU_FIXTURE_NAMES" : "ETRT_FIXTURE_NAMES") ? 0 : 1;
 }

@@ -1,0 +1,26 @@
+# The programs tests/backend/make_fixtures.cpp writes, one list per mode: each name is a packer spec
+# <dir>/<name>.json the generator writes and CMake packs into <dir>/<name>.pte (etrt_add_generated_ptes).
+#
+#   ETRT_FIXTURE_NAMES      etrt_make_fixtures <dir>         tests/backend's fixtures
+#   ETRT_GPU_FIXTURE_NAMES  etrt_make_fixtures --cuda <dir>  the GPU suite's (tests/gpu)
+#
+# tests/backend/CMakeLists.txt and tests/gpu/CMakeLists.txt take NAMES from here and pass the same list to the
+# generator (--programs <name>,<name>...), which fails the build unless it wrote exactly the listed programs:
+# adding, renaming or removing a fixture means changing make_fixtures.cpp and this file together.
+
+# Both modes (shared_fixtures() in make_fixtures.cpp).
+set(_etrt_shared_fixture_names llm overlap single_dynamic big_output small_capacity single_static mixed foreign)
+
+set(ETRT_FIXTURE_NAMES ${_etrt_shared_fixture_names}
+    # refusal_fixtures()
+    shape_tensor truncated tensorrt_plan signature_mismatch
+    # adapter_fixtures()
+    unplanned_io host_input host_output data_dependent
+    # contract_fixtures()
+    kv_write_back kv_owned kv_unlisted kv_interleaved alias_user alias_unknown_kind alias_kv_disagrees
+    alias_user_shapes ws_auto ws_spec ws_spec_above ws_spec_malformed ws_spec_negative ws_spec_twice
+    ws_resident scalar_output no_bindings control_names)
+
+set(ETRT_GPU_FIXTURE_NAMES ${_etrt_shared_fixture_names}
+    # cuda_fixtures()
+    llm_unplanned llm_device1 llm_device9 bench_cuda bench_cuda_unplanned bench_host bench_noop bench_graph)
