@@ -147,7 +147,7 @@ void etrt::backend::apply_default_load_options(LoadOptions* options) noexcept {
   std::lock_guard<std::mutex> lock(s.mutex);
   for (const auto& option : s.options) {
     std::string unused;  // checked when set; apply_load_option writes it only on a refusal
-    apply_load_option(option.raw(), options, &unused);
+    (void)apply_load_option(option.raw(), options, &unused);
   }
 }
 

@@ -13,7 +13,7 @@
 
 namespace etrt::backend {
 
-executorch::runtime::Error execute_delegate(DelegateState& state,
+[[nodiscard]] executorch::runtime::Error execute_delegate(DelegateState& state,
                                             executorch::runtime::Span<executorch::runtime::EValue*> args);
 
 }  // namespace etrt::backend

@@ -396,9 +396,10 @@ bool load_delegate(const void* data, size_t size, DelegateState* state, std::str
       prepare_staging(state, on_device, static_cast<int>(device_id), stream, error) &&
       (!on_device || finish_load_work(error));
   if (!loaded) {
-    // Whatever the failed load put on the load stream is finished before the caller destroys the state.
+    // Whatever the failed load put on the load stream is finished before the caller destroys the state; the load's
+    // own error is the one to report.
     std::string ignored;
-    if (on_device) finish_load_work(&ignored);
+    if (on_device) (void)finish_load_work(&ignored);
     return false;
   }
 

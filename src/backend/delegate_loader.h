@@ -14,7 +14,7 @@ namespace etrt::backend {
 // TR01/TR02 blob at [blob, blob + size). On failure returns false with a
 // message in `error` that says what was wrong and what to do; `state` is then
 // only fit for destruction.
-bool load_delegate(const void* blob, size_t size, DelegateState* state, std::string* error);
+[[nodiscard]] bool load_delegate(const void* blob, size_t size, DelegateState* state, std::string* error);
 
 // Waits for the delegate's work in flight, then destroys `state` (constructed, loaded or not) in place, with its
 // device current. BackendInterface::destroy() and a failed init() end here.

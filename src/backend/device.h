@@ -49,7 +49,7 @@ class DeviceBuffer {
   }
   DeviceBuffer& operator=(DeviceBuffer&&) = delete;
 
-  bool allocate(engine::MemoryKind kind, size_t bytes, std::string* error);
+  [[nodiscard]] bool allocate(engine::MemoryKind kind, size_t bytes, std::string* error);
   void* data() const { return data_; }
   size_t size() const { return size_; }
 
@@ -118,7 +118,7 @@ class DeviceGuard {
 
   // False with the reason (a device this machine does not have, no CUDA in this build) in *error if given.
   // `check_range`: first ask how many devices there are (at load; executions reuse a device_id checked then).
-  bool activate(int64_t device_id, std::string* error, bool check_range = true);
+  [[nodiscard]] bool activate(int64_t device_id, std::string* error, bool check_range = true);
   bool active() const { return active_; }
 
  private:
@@ -130,11 +130,11 @@ class DeviceGuard {
 // Load-time device work (binding contexts to profiles) goes on this stream; finish_load_work() waits for it, so
 // no execution's stream ever races with it.
 engine::StreamHandle load_stream();
-bool finish_load_work(std::string* error);
+[[nodiscard]] bool finish_load_work(std::string* error);
 
 // Makes the staging buffers (one per delegate argument, `staging_bytes[k]` each) and the in-flight event on the
 // current device, which must be `device_id`.
-bool prepare_device_state(DeviceState* state, int device_id, const std::vector<size_t>& staging_bytes,
+[[nodiscard]] bool prepare_device_state(DeviceState* state, int device_id, const std::vector<size_t>& staging_bytes,
                           std::string* error);
 
 // destroy(): blocks until the delegate's last execution has finished on the device.
@@ -152,7 +152,7 @@ class DeviceCall {
 
   // Decision 6's "wait for the previous in-flight work" (docs/design.md): makes the delegate's device current, takes
   // the caller's stream and orders it after the delegate's in-flight event. Reports and returns the error, if any.
-  executorch::runtime::Error begin();
+  [[nodiscard]] executorch::runtime::Error begin();
   engine::StreamHandle stream() const { return stream_; }
 
   // Something that may run on the device was issued on stream() (a switch, an enqueue): end() must record it.
@@ -163,33 +163,33 @@ class DeviceCall {
   // memory is staged: inputs are copied into staging[k] on the stream now, outputs copied back by
   // copy_back_outputs(). `name` words the refusals: InvalidArgument for a tensor the caller must change (memory of
   // another device, larger than its staging buffer, null), Internal when the staging copy itself fails.
-  executorch::runtime::Error bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name,
+  [[nodiscard]] executorch::runtime::Error bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name,
                                   void** address);
 
   // After a successful enqueue: copies every staged output (arguments first_output.. of `tensors`) back into its
   // host tensor, at the size the tensor was resized to. Null entries (aliased outputs) are skipped.
-  bool copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count);
+  [[nodiscard]] bool copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count);
 
   // An input some output is written into in place: a device engine updates it where it lives, so it must be
   // device memory (host memory would be staged, and the update lost); refuses host memory, naming `name`.
-  bool check_in_place(const executorch::aten::Tensor& input, const char* name);
+  [[nodiscard]] bool check_in_place(const executorch::aten::Tensor& input, const char* name);
 
   // After a successful enqueue, for an output written in place into input argument `k` (`bytes` long): if the
   // input was staged, copies the updated staging buffer back into it; then, if `write_back` is given and is other
   // memory, copies the updated input into it (the mutable buffer's write-back slot). On the stream.
-  bool finish_in_place(size_t k, executorch::aten::Tensor& input, executorch::aten::Tensor* write_back, size_t bytes,
+  [[nodiscard]] bool finish_in_place(size_t k, executorch::aten::Tensor& input, executorch::aten::Tensor* write_back, size_t bytes,
                        const char* name);
 
   // Runs `context` on the stream. With `graphs` (CUDA graphs enabled and not failed) and `steady` (the context
   // last ran with exactly this profile, these input shapes and these addresses), replays the graph captured for
   // them, capturing it first if there is none; otherwise a plain enqueue. A capture that fails disables graphs for
   // the delegate (one log line) and this execution enqueues plainly. Reports failures.
-  bool enqueue(engine::ExecutionContext& context, GraphSet* graphs, bool steady, int32_t profile,
+  [[nodiscard]] bool enqueue(engine::ExecutionContext& context, GraphSet* graphs, bool steady, int32_t profile,
                const std::vector<Shape>& shapes, const std::vector<void*>& addresses);
 
   // Records the in-flight event after whatever this execution issued and waits for it when host memory is still
   // in use by the stream. Returns `status`, or an error if CUDA failed here. The destructor restores the device.
-  executorch::runtime::Error end(executorch::runtime::Error status);
+  [[nodiscard]] executorch::runtime::Error end(executorch::runtime::Error status);
 
  private:
   DeviceState& state_;

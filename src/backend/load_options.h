@@ -46,15 +46,15 @@ struct RawOption {
 
 // Applies `option` to `options`. Unknown keys are refused so that a typo in a
 // runner does not silently fall back to defaults; returns false with `error`.
-bool apply_load_option(const RawOption& option, LoadOptions* options, std::string* error);
+[[nodiscard]] bool apply_load_option(const RawOption& option, LoadOptions* options, std::string* error);
 
 // A byte count as the weight_streaming_budget compile spec and string load option carry it: one or more ASCII
 // decimal digits, nothing else, at most INT64_MAX. `text` need not be NUL-terminated.
-bool parse_byte_count(const char* text, size_t length, int64_t* bytes);
+[[nodiscard]] bool parse_byte_count(const char* text, size_t length, int64_t* bytes);
 
 // Applies the weight_streaming_budget compile spec (`value`, `length` bytes) unless a load option already set the
 // budget (load options override compile specs). False with `error` when the value is malformed.
-bool apply_weight_streaming_spec(const void* value, size_t length, LoadOptions* options, std::string* error);
+[[nodiscard]] bool apply_weight_streaming_spec(const void* value, size_t length, LoadOptions* options, std::string* error);
 
 // Process-wide default load options, set through the C ABI (etrt/c_api.h, etrt_set_default_load_option_*) by
 // runtimes that pass no load options of their own (ExecuTorch's Python API). Applies them to `options`, in the order

@@ -41,11 +41,11 @@ struct ParsedBlob {
 // On failure returns false, leaves *out unspecified and sets *error (when
 // non-null) to a message starting "TensorRT blob: " that says what was wrong,
 // with the numbers, and what to do.
-bool parse_blob(const void* data, size_t size, ParsedBlob* out, std::string* error);
+[[nodiscard]] bool parse_blob(const void* data, size_t size, ParsedBlob* out, std::string* error);
 
 // Decodes and validates the metadata JSON alone (what parse_blob does after
 // the header checks). Same error contract as parse_blob.
-bool parse_metadata_json(const char* json, size_t size, Metadata* out, std::string* error);
+[[nodiscard]] bool parse_metadata_json(const char* json, size_t size, Metadata* out, std::string* error);
 
 // The compact JSON text the writer embeds: Python's
 // json.dumps(..., separators=(",", ":")) byte for byte, so non-ASCII and

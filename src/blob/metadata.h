@@ -111,6 +111,6 @@ inline bool operator!=(const Metadata& a, const Metadata& b) { return !(a == b);
 // control characters escaped (\x00). On failure returns false and sets *error (when non-null) to a
 // message starting "TensorRT blob: ". parse_blob runs it on every blob and
 // write_blob refuses metadata that fails it, so what one writes the other reads.
-bool validate_metadata(const Metadata& metadata, std::string* error);
+[[nodiscard]] bool validate_metadata(const Metadata& metadata, std::string* error);
 
 }  // namespace etrt::blob

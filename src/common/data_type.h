@@ -53,7 +53,7 @@ constexpr const char* to_string(DataType t) {
 }
 
 // The inverse of to_string: false (and *out untouched) for any other spelling.
-inline bool parse_data_type(const char* text, DataType* out) {
+[[nodiscard]] inline bool parse_data_type(const char* text, DataType* out) {
   for (const data_type_detail::Info& info : data_type_detail::kInfos) {
     if (std::strcmp(text, info.name) == 0) {
       *out = info.type;

@@ -38,7 +38,7 @@ using etrt::DataType;
 using etrt::element_size;
 using etrt::to_string;
 // The inverse of to_string: false (and *out untouched) for any other spelling.
-inline bool parse_data_type(const std::string& text, DataType* out) { return etrt::parse_data_type(text.c_str(), out); }
+[[nodiscard]] inline bool parse_data_type(const std::string& text, DataType* out) { return etrt::parse_data_type(text.c_str(), out); }
 
 struct TensorDesc {
   std::string name;
@@ -70,22 +70,22 @@ class ExecutionContext {
   virtual int32_t optimization_profile() const = 0;
   // Switch to `profile`, possibly enqueueing work on `stream`. After a
   // successful switch every input shape must be set again.
-  virtual bool set_optimization_profile(int32_t profile, StreamHandle stream) = 0;
+  [[nodiscard]] virtual bool set_optimization_profile(int32_t profile, StreamHandle stream) = 0;
 
   // Set input `io_index`'s runtime shape; fails outside the active profile.
-  virtual bool set_input_shape(int32_t io_index, const Shape& shape) = 0;
+  [[nodiscard]] virtual bool set_input_shape(int32_t io_index, const Shape& shape) = 0;
   // The tensor's shape in this context: for inputs the shape last set, for
   // outputs the shape inferred from the current input shapes (-1 where not
   // yet inferable).
-  virtual bool tensor_shape(int32_t io_index, Shape* out) const = 0;
+  [[nodiscard]] virtual bool tensor_shape(int32_t io_index, Shape* out) const = 0;
 
-  virtual bool set_tensor_address(int32_t io_index, void* address) = 0;
+  [[nodiscard]] virtual bool set_tensor_address(int32_t io_index, void* address) = 0;
 
   // Supply the scratch memory a context created with user-managed memory
   // runs in; `size` must be at least Engine::device_memory_size().
-  virtual bool set_device_memory(void* memory, size_t size) = 0;
+  [[nodiscard]] virtual bool set_device_memory(void* memory, size_t size) = 0;
 
-  virtual bool enqueue(StreamHandle stream) = 0;
+  [[nodiscard]] virtual bool enqueue(StreamHandle stream) = 0;
 
   virtual const char* last_error() const = 0;
   // After a failed enqueue: true when the engine blamed the input data (TensorRT reported kINVALID_ARGUMENT, e.g. a
@@ -110,7 +110,7 @@ class Engine {
   virtual int32_t num_profiles() const = 0;
   // min/opt/max of input `io_index` under `profile`; false for a bad index or
   // a non-input.
-  virtual bool profile_shape(int32_t profile, int32_t io_index, Shape* min, Shape* opt, Shape* max) const = 0;
+  [[nodiscard]] virtual bool profile_shape(int32_t profile, int32_t io_index, Shape* min, Shape* opt, Shape* max) const = 0;
 
   virtual MemoryKind memory_kind() const = 0;
   // Scratch memory one context needs, for the largest profile.
@@ -122,7 +122,7 @@ class Engine {
   virtual int64_t streamable_weights_size() const = 0;
   virtual int64_t weight_streaming_automatic_budget() const = 0;
   virtual int64_t weight_streaming_budget() const = 0;
-  virtual bool set_weight_streaming_budget(int64_t bytes) = 0;
+  [[nodiscard]] virtual bool set_weight_streaming_budget(int64_t bytes) = 0;
 
   virtual std::unique_ptr<ExecutionContext> create_context(const ContextOptions& options) = 0;
 

@@ -48,7 +48,7 @@ struct Choice {
 /// `why` is non-null, leaves a message there naming the table's label, the
 /// inputs, dimensions, values and bounds involved, and what to do. `*chosen`
 /// is untouched on refusal; `why` is untouched on success.
-bool choose_profile(const ProfileTable& table, const ProfileRequest& request, int32_t active_profile,
+[[nodiscard]] bool choose_profile(const ProfileTable& table, const ProfileRequest& request, int32_t active_profile,
                     Span<const Shape> input_shapes, Choice* chosen, Diagnostic* why) noexcept;
 
 /// Checks every input's rank and every dimension against `profile`'s
@@ -57,7 +57,7 @@ bool choose_profile(const ProfileTable& table, const ProfileRequest& request, in
 /// `why` (when non-null) naming the input, dimension, value, profile and its
 /// bounds, and what to do: a profile that would accept the shapes if there is
 /// one, otherwise the ranges that would. `why` is untouched on success.
-bool validate_shapes(const ProfileTable& table, int32_t profile, Span<const Shape> input_shapes,
+[[nodiscard]] bool validate_shapes(const ProfileTable& table, int32_t profile, Span<const Shape> input_shapes,
                      Diagnostic* why) noexcept;
 
 /// choose_profile() followed by validate_shapes() on the chosen profile, in
@@ -65,7 +65,7 @@ bool validate_shapes(const ProfileTable& table, int32_t profile, Span<const Shap
 /// less work (the inputs' structure is checked once, and dimensions the
 /// selection already compared are not compared again). This is the call an
 /// execute() makes.
-bool choose_and_validate(const ProfileTable& table, const ProfileRequest& request, int32_t active_profile,
+[[nodiscard]] bool choose_and_validate(const ProfileTable& table, const ProfileRequest& request, int32_t active_profile,
                          Span<const Shape> input_shapes, Choice* chosen, Diagnostic* why) noexcept;
 
 /// "sticky-first-fit" or "first-fit", as the docs and messages spell them.

@@ -198,7 +198,10 @@ void one_engine(const uint8_t* data, size_t size) {
         expect_message(engine->last_error(), "create_context");
         return;
       }
-      contexts.back()->set_device_memory(scratch.bytes.get(), scratch.size);
+      if (!contexts.back()->set_device_memory(scratch.bytes.get(), scratch.size)) {
+        expect_message(contexts.back()->last_error(), "set_device_memory");
+        return;
+      }
       if (p > 0 && !contexts.back()->set_optimization_profile(p, nullptr)) {
         expect_message(contexts.back()->last_error(), "switch");
         return;
