@@ -5,7 +5,6 @@
 #include <executorch/runtime/core/exec_aten/util/tensor_util.h>
 #include <executorch/runtime/platform/log.h>
 
-#include "backend/counters.h"
 #include "backend/last_error.h"
 #include "backend/nvtx_range.h"
 #include "backend/thread_state.h"

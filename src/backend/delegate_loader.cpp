@@ -1,8 +1,6 @@
 #include "backend/delegate_loader.h"
 
 #include <algorithm>
-#include <string_view>
-#include <unordered_map>
 #include <utility>
 
 #include "backend/staging.h"
@@ -17,26 +15,12 @@
 namespace etrt::backend {
 namespace {
 
-// Name -> index, so that loading stays linear in the number of IO tensors (a program may carry thousands).
-using NameIndex = std::unordered_map<std::string_view, int32_t>;
-
+// Engine IO name -> engine index (NameIndex in delegate_state.h).
 NameIndex index_engine_io(const engine::Engine& engine) {
   NameIndex index;
   index.reserve(static_cast<size_t>(engine.num_io_tensors()));
   for (int32_t i = 0; i < engine.num_io_tensors(); ++i) index.emplace(engine.io_tensor(i).name, i);
   return index;
-}
-
-NameIndex index_slots(const std::vector<IoSlot>& slots) {
-  NameIndex index;
-  index.reserve(slots.size());
-  for (size_t i = 0; i < slots.size(); ++i) index.emplace(slots[i].name, static_cast<int32_t>(i));
-  return index;
-}
-
-int32_t find(const NameIndex& index, const std::string& name) {
-  const auto it = index.find(name);
-  return it == index.end() ? -1 : it->second;
 }
 
 // The slot of IO tensor `engine_index` of `engine`, refusing what etrt cannot bind.
@@ -105,7 +89,7 @@ bool bind_io(const blob::Metadata& metadata, const engine::Engine& engine, Deleg
   }
   const NameIndex engine_io = index_engine_io(engine);
   for (const blob::IoBinding& binding : metadata.io_bindings) {
-    const int32_t found = find(engine_io, binding.name);
+    const int32_t found = find_name(engine_io, binding.name);
     if (found < 0) {
       *error = "the blob names IO tensor '" + escape_name(binding.name) + "', which the engine does not have; re-export the model";
       return false;
@@ -150,13 +134,13 @@ bool link_alias(DelegateState* state, int32_t o, int32_t i, const std::string& w
 // input's memory.
 bool resolve_aliases(const blob::Metadata& metadata, const engine::Engine& engine, DelegateState* state,
                      std::string* error) {
-  const NameIndex outputs = index_slots(state->outputs), inputs = index_slots(state->inputs);
+  const NameIndex outputs = index_names(state->outputs), inputs = index_names(state->inputs);
   for (size_t k = 0; k < metadata.aliased_io.size(); ++k) {
     const blob::AliasedIo& alias = metadata.aliased_io[k];
     const std::string where = "aliased_io[" + std::to_string(k) + "] (output '" + escape_name(alias.output) +
                               "', input '" + escape_name(alias.input) + "', kind '" + escape_name(alias.kind) + "')";
-    const int32_t o = find(outputs, alias.output);
-    const int32_t i = find(inputs, alias.input);
+    const int32_t o = find_name(outputs, alias.output);
+    const int32_t i = find_name(inputs, alias.input);
     if (o < 0 || i < 0) {
       *error = where + " names " + (o < 0 ? "an output" : "an input") +
                " the delegate does not have; re-export the model";

@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <executorch/runtime/core/exec_aten/exec_aten.h>
@@ -60,6 +62,23 @@ struct IoSlot {
   // `dtype` as ExecuTorch spells it, so the per-call type check is one comparison.
   executorch::aten::ScalarType scalar_type = executorch::aten::ScalarType::Undefined;
 };
+
+// Slot name -> index into a slot list, so that matching names at load stays linear in the number of IO tensors (a
+// program may carry thousands). The views point into the slots' names: the slots must outlive the index.
+using NameIndex = std::unordered_map<std::string_view, int32_t>;
+
+inline NameIndex index_names(const std::vector<IoSlot>& slots) {
+  NameIndex index;
+  index.reserve(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i) index.emplace(slots[i].name, static_cast<int32_t>(i));
+  return index;
+}
+
+// The index of `name`, or -1.
+inline int32_t find_name(const NameIndex& index, const std::string& name) {
+  const auto it = index.find(name);
+  return it == index.end() ? -1 : it->second;
+}
 
 struct DelegateState {
   // "<method>#<n>", used in every message and report.

@@ -1,8 +1,5 @@
 #include "backend/signature_check.h"
 
-#include <string_view>
-#include <unordered_map>
-
 #include "common/utf8.h"
 
 namespace etrt::backend {
@@ -35,12 +32,9 @@ bool check_signature(const blob::ProfileSignature& signature, const profile::Pro
              " profiles, but the engine has " + std::to_string(table.num_profiles()) + fix;
     return false;
   }
-  std::unordered_map<std::string_view, int32_t> by_name;  // linear in the number of inputs
-  by_name.reserve(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) by_name.emplace(inputs[i].name, static_cast<int32_t>(i));
+  const NameIndex by_name = index_names(inputs);
   for (const blob::SignatureInput& input : signature.inputs) {
-    const auto found = by_name.find(input.name);
-    const int32_t index = found == by_name.end() ? -1 : found->second;
+    const int32_t index = find_name(by_name, input.name);
     if (index < 0) {
       *error = "the blob's profile signature names input '" + escape_name(input.name) + "', which the engine does not have" + fix;
       return false;
