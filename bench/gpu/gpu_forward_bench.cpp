@@ -47,10 +47,10 @@
 
 #include "alloc_counter.h"
 #include "bench_defaults.h"
-#include "etrt_gpufree/trace.h"
 #include "etrt/options.h"
 #include "etrt/profile_guard.h"
 #include "etrt/stream_guard.h"
+#include "etrt_gpufree/trace.h"
 
 namespace etrt::bench {
 void launch_empty_kernel(cudaStream_t stream);

@@ -4,7 +4,6 @@
 
 namespace etrt {
 
-
 // The request lives in the thread's block (backend/thread_state.h), beside what an execution reads with it.
 ProfileRequest current_profile_request() noexcept { return backend::thread_state().request; }
 

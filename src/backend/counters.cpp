@@ -38,8 +38,10 @@ DelegateCounts::~DelegateCounts() {
   std::lock_guard<std::mutex> lock(r.mutex);
   r.destroyed_executions += executions_.load(std::memory_order_relaxed);
   r.destroyed_switches += switches_.load(std::memory_order_relaxed);
-  if (previous_ != nullptr) previous_->next_ = next_;
-  else r.live = next_;
+  if (previous_ != nullptr)
+    previous_->next_ = next_;
+  else
+    r.live = next_;
   if (next_ != nullptr) next_->previous_ = previous_;
 }
 

@@ -20,8 +20,8 @@ CounterTotals counter_totals() noexcept;
 
 class DelegateCounts {
  public:
-  DelegateCounts() noexcept;   // joins the live delegates
-  ~DelegateCounts();           // leaves them, adding its counts to the destroyed delegates' totals
+  DelegateCounts() noexcept;  // joins the live delegates
+  ~DelegateCounts();          // leaves them, adding its counts to the destroyed delegates' totals
   DelegateCounts(const DelegateCounts&) = delete;
   DelegateCounts& operator=(const DelegateCounts&) = delete;
 

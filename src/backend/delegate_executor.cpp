@@ -172,8 +172,8 @@ Error set_shapes_and_infer_outputs(DelegateState& state, engine::ExecutionContex
       report_error(state.name,
                    "output '%s' would have shape %s (%lld elements) under profile %d, but ExecuTorch planned room for "
                    "%lld elements; export the model with an upper bound that covers every profile's largest output",
-                   slot.display_name.c_str(), format_shape(inferred, text), static_cast<long long>(inferred.numel()), profile,
-                   static_cast<long long>(state.output_capacity[o]));
+                   slot.display_name.c_str(), format_shape(inferred, text), static_cast<long long>(inferred.numel()),
+                   profile, static_cast<long long>(state.output_capacity[o]));
       return Error::InvalidArgument;
     }
   }
@@ -205,7 +205,8 @@ Error resize_outputs(DelegateState& state, const DelegateState::ContextCache& ca
       report_error(state.name,
                    "ExecuTorch refused to resize output '%s' to %s under profile %d (error %d); the output is static "
                    "or its planned bound is smaller: re-export with a dynamic upper bound covering every profile",
-                   state.outputs[o].display_name.c_str(), format_shape(inferred, text), profile, static_cast<int>(resized));
+                   state.outputs[o].display_name.c_str(), format_shape(inferred, text), profile,
+                   static_cast<int>(resized));
       return Error::InvalidArgument;
     }
   }

@@ -14,6 +14,6 @@
 namespace etrt::backend {
 
 [[nodiscard]] executorch::runtime::Error execute_delegate(DelegateState& state,
-                                            executorch::runtime::Span<executorch::runtime::EValue*> args);
+                                                          executorch::runtime::Span<executorch::runtime::EValue*> args);
 
 }  // namespace etrt::backend

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <utility>
 
-#include "backend/staging.h"
 #include "backend/signature_check.h"
+#include "backend/staging.h"
 #include "blob/blob.h"
 #include "common/shape_text.h"
 #include "common/utf8.h"
@@ -91,7 +91,8 @@ bool bind_io(const blob::Metadata& metadata, const engine::Engine& engine, Deleg
   for (const blob::IoBinding& binding : metadata.io_bindings) {
     const int32_t found = find_name(engine_io, binding.name);
     if (found < 0) {
-      *error = "the blob names IO tensor '" + escape_name(binding.name) + "', which the engine does not have; re-export the model";
+      *error = "the blob names IO tensor '" + escape_name(binding.name) +
+               "', which the engine does not have; re-export the model";
       return false;
     }
     const engine::TensorDesc& desc = engine.io_tensor(found);
@@ -152,7 +153,8 @@ bool resolve_aliases(const blob::Metadata& metadata, const engine::Engine& engin
       if (out.aliased_input != state->inputs[static_cast<size_t>(i)].engine_index) {
         const std::string engine_says =
             out.aliased_input < 0 ? "none" : "'" + engine.io_tensor(out.aliased_input).display_name + "'";
-        *error = where + " disagrees with the engine, whose alias for output '" + out.display_name + "' is " + engine_says +
+        *error = where + " disagrees with the engine, whose alias for output '" + out.display_name + "' is " +
+                 engine_says +
                  " (getAliasedInputTensor); the blob and its engine do not belong together: re-export the model";
         return false;
       }
@@ -314,8 +316,9 @@ bool plan_output_staging(DelegateState* state, engine::StreamHandle stream, std:
     for (size_t o = 0; o < state->outputs.size(); ++o) {
       Shape shape;
       if (!context->tensor_shape(state->outputs[o].engine_index, &shape) || shape.numel() < 0) {
-        *error = "sizing the output staging buffers: the engine cannot infer output '" + state->outputs[o].display_name +
-                 "' at profile " + std::to_string(p) + "'s max input shapes: " + context->last_error();
+        *error = "sizing the output staging buffers: the engine cannot infer output '" +
+                 state->outputs[o].display_name + "' at profile " + std::to_string(p) +
+                 "'s max input shapes: " + context->last_error();
         return false;
       }
       size_t& b = (*bytes)[state->inputs.size() + o];
@@ -370,15 +373,15 @@ bool load_delegate(const void* data, size_t size, DelegateState* state, std::str
     state->device.device_id = static_cast<int>(device_id);
   }
 
-  const bool loaded =
-      bind_io(parsed.metadata, *state->engine, state, error) &&
-      resolve_aliases(parsed.metadata, *state->engine, state, error) &&
-      apply_weight_streaming(*state->engine, state, error) && build_profile_table(*state->engine, state, error) &&
-      (!parsed.metadata.profile_signature ||
-       check_signature(*parsed.metadata.profile_signature, state->table, state->inputs, error)) &&
-      create_contexts(state, stream, error) &&
-      prepare_staging(state, on_device, static_cast<int>(device_id), stream, error) &&
-      (!on_device || finish_load_work(error));
+  const bool loaded = bind_io(parsed.metadata, *state->engine, state, error) &&
+                      resolve_aliases(parsed.metadata, *state->engine, state, error) &&
+                      apply_weight_streaming(*state->engine, state, error) &&
+                      build_profile_table(*state->engine, state, error) &&
+                      (!parsed.metadata.profile_signature ||
+                       check_signature(*parsed.metadata.profile_signature, state->table, state->inputs, error)) &&
+                      create_contexts(state, stream, error) &&
+                      prepare_staging(state, on_device, static_cast<int>(device_id), stream, error) &&
+                      (!on_device || finish_load_work(error));
   if (!loaded) {
     // Whatever the failed load put on the load stream is finished before the caller destroys the state; the load's
     // own error is the one to report.

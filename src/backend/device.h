@@ -135,7 +135,7 @@ engine::StreamHandle load_stream();
 // Makes the staging buffers (one per delegate argument, `staging_bytes[k]` each) and the in-flight event on the
 // current device, which must be `device_id`.
 [[nodiscard]] bool prepare_device_state(DeviceState* state, int device_id, const std::vector<size_t>& staging_bytes,
-                          std::string* error);
+                                        std::string* error);
 
 // destroy(): blocks until the delegate's last execution has finished on the device.
 void wait_for_in_flight(DeviceState& state);
@@ -163,8 +163,8 @@ class DeviceCall {
   // memory is staged: inputs are copied into staging[k] on the stream now, outputs copied back by
   // copy_back_outputs(). `name` words the refusals: InvalidArgument for a tensor the caller must change (memory of
   // another device, larger than its staging buffer, null), Internal when the staging copy itself fails.
-  [[nodiscard]] executorch::runtime::Error bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name,
-                                  void** address);
+  [[nodiscard]] executorch::runtime::Error bind(size_t k, executorch::aten::Tensor& tensor, bool is_input,
+                                                const char* name, void** address);
 
   // After a successful enqueue: copies every staged output (arguments first_output.. of `tensors`) back into its
   // host tensor, at the size the tensor was resized to. Null entries (aliased outputs) are skipped.
@@ -177,15 +177,15 @@ class DeviceCall {
   // After a successful enqueue, for an output written in place into input argument `k` (`bytes` long): if the
   // input was staged, copies the updated staging buffer back into it; then, if `write_back` is given and is other
   // memory, copies the updated input into it (the mutable buffer's write-back slot). On the stream.
-  [[nodiscard]] bool finish_in_place(size_t k, executorch::aten::Tensor& input, executorch::aten::Tensor* write_back, size_t bytes,
-                       const char* name);
+  [[nodiscard]] bool finish_in_place(size_t k, executorch::aten::Tensor& input, executorch::aten::Tensor* write_back,
+                                     size_t bytes, const char* name);
 
   // Runs `context` on the stream. With `graphs` (CUDA graphs enabled and not failed) and `steady` (the context
   // last ran with exactly this profile, these input shapes and these addresses), replays the graph captured for
   // them, capturing it first if there is none; otherwise a plain enqueue. A capture that fails disables graphs for
   // the delegate (one log line) and this execution enqueues plainly. Reports failures.
   [[nodiscard]] bool enqueue(engine::ExecutionContext& context, GraphSet* graphs, bool steady, int32_t profile,
-               const std::vector<Shape>& shapes, const std::vector<void*>& addresses);
+                             const std::vector<Shape>& shapes, const std::vector<void*>& addresses);
 
   // Records the in-flight event after whatever this execution issued and waits for it when host memory is still
   // in use by the stream. Returns `status`, or an error if CUDA failed here. The destructor restores the device.

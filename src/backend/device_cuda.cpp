@@ -89,7 +89,8 @@ bool DeviceBuffer::allocate(engine::MemoryKind kind, size_t bytes, std::string* 
     const cudaError_t status = cudaMalloc(&data_, bytes);
     if (status != cudaSuccess) {
       data_ = nullptr;
-      *error = "could not allocate " + std::to_string(bytes) + " bytes of device memory (cudaMalloc): " + cuda_text(status);
+      *error =
+          "could not allocate " + std::to_string(bytes) + " bytes of device memory (cudaMalloc): " + cuda_text(status);
       return false;
     }
   } else {
@@ -141,8 +142,8 @@ bool DeviceGuard::activate(int64_t device_id, std::string* error, bool check_ran
   }
   if (status != cudaSuccess) {
     if (error != nullptr)
-      *error = "could not make CUDA device " + std::to_string(device_id) + " current (" + call +
-               "): " + cuda_text(status);
+      *error =
+          "could not make CUDA device " + std::to_string(device_id) + " current (" + call + "): " + cuda_text(status);
     return false;
   }
   // A guard activated twice restores the device current before the first activation.
@@ -259,7 +260,8 @@ Error DeviceCall::begin() {
     int stream_device = -1;
     const cudaError_t status = cudaStreamGetDevice(stream, &stream_device);
     if (status != cudaSuccess) {
-      report_error(delegate_, "the caller's CUDA stream cannot be used (cudaStreamGetDevice): %s; pass a live stream of "
+      report_error(delegate_,
+                   "the caller's CUDA stream cannot be used (cudaStreamGetDevice): %s; pass a live stream of "
                    "device %d",
                    cuda_text(status).c_str(), state_.device_id);
       return Error::InvalidArgument;
@@ -332,8 +334,8 @@ Error DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input
     issued_ = true;
     if (placement == Placement::kPinnedHost) host_memory_in_flight_ = true;
     if (status != cudaSuccess) {
-      report_error(delegate_, "copying %s '%s' (%zu bytes) to the device failed (cudaMemcpyAsync): %s", role, name, bytes,
-                   cuda_text(status).c_str());
+      report_error(delegate_, "copying %s '%s' (%zu bytes) to the device failed (cudaMemcpyAsync): %s", role, name,
+                   bytes, cuda_text(status).c_str());
       return Error::Internal;  // the copy failed, not the caller's tensor
     }
   }
@@ -356,8 +358,7 @@ bool DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, siz
                                                cudaMemcpyDefault, as_stream(stream_));
     if (status != cudaSuccess) {
       report_error(delegate_, "copying output %zu (%zu bytes) back to the host failed (cudaMemcpyAsync): %s",
-                   k - first_output, bytes,
-                   cuda_text(status).c_str());
+                   k - first_output, bytes, cuda_text(status).c_str());
       return false;
     }
   }
@@ -397,8 +398,7 @@ bool DeviceCall::finish_in_place(size_t k, executorch::aten::Tensor& input, exec
   }
   if (status != cudaSuccess) {
     report_error(delegate_, "copying the in-place update of input '%s' (%zu bytes) failed (cudaMemcpyAsync): %s", name,
-                 bytes,
-                 cuda_text(status).c_str());
+                 bytes, cuda_text(status).c_str());
     return false;
   }
   return true;

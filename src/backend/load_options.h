@@ -54,7 +54,8 @@ struct RawOption {
 
 // Applies the weight_streaming_budget compile spec (`value`, `length` bytes) unless a load option already set the
 // budget (load options override compile specs). False with `error` when the value is malformed.
-[[nodiscard]] bool apply_weight_streaming_spec(const void* value, size_t length, LoadOptions* options, std::string* error);
+[[nodiscard]] bool apply_weight_streaming_spec(const void* value, size_t length, LoadOptions* options,
+                                               std::string* error);
 
 // Process-wide default load options, set through the C ABI (etrt/c_api.h, etrt_set_default_load_option_*) by
 // runtimes that pass no load options of their own (ExecuTorch's Python API). Applies them to `options`, in the order

@@ -36,7 +36,8 @@ bool check_signature(const blob::ProfileSignature& signature, const profile::Pro
   for (const blob::SignatureInput& input : signature.inputs) {
     const int32_t index = find_name(by_name, input.name);
     if (index < 0) {
-      *error = "the blob's profile signature names input '" + escape_name(input.name) + "', which the engine does not have" + fix;
+      *error = "the blob's profile signature names input '" + escape_name(input.name) +
+               "', which the engine does not have" + fix;
       return false;
     }
     for (int32_t p = 0; p < table.num_profiles(); ++p) {
@@ -50,8 +51,9 @@ bool check_signature(const blob::ProfileSignature& signature, const profile::Pro
           {"min", declared.min, actual.min}, {"opt", declared.opt, actual.opt}, {"max", declared.max, actual.max}};
       for (const auto& c : checks) {
         if (!same(c.declared, c.actual)) {
-          *error = "the blob's profile signature gives input '" + escape_name(input.name) + "' a profile " + std::to_string(p) +
-                   " " + c.what + " of " + text(c.declared) + ", but the engine's is " + text(c.actual) + fix;
+          *error = "the blob's profile signature gives input '" + escape_name(input.name) + "' a profile " +
+                   std::to_string(p) + " " + c.what + " of " + text(c.declared) + ", but the engine's is " +
+                   text(c.actual) + fix;
           return false;
         }
       }

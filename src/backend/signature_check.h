@@ -15,6 +15,6 @@ namespace etrt::backend {
 
 // `inputs` are the delegate's inputs, in the table's order (ProfileTable's names are for messages).
 [[nodiscard]] bool check_signature(const blob::ProfileSignature& signature, const profile::ProfileTable& table,
-                     const std::vector<IoSlot>& inputs, std::string* error);
+                                   const std::vector<IoSlot>& inputs, std::string* error);
 
 }  // namespace etrt::backend

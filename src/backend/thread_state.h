@@ -10,9 +10,9 @@
 namespace etrt::backend {
 
 struct ThreadState {
-  ProfileRequest request{};            // the innermost guard's request; kDefault with none
-  ExecutionReport* report = nullptr;   // the innermost open report, or null
-  bool has_error = false;              // the last-error text is this thread's latest refusal
+  ProfileRequest request{};           // the innermost guard's request; kDefault with none
+  ExecutionReport* report = nullptr;  // the innermost open report, or null
+  bool has_error = false;             // the last-error text is this thread's latest refusal
 };
 
 // The calling thread's block. It lives in libetrt exactly once: a copy in a second shared object would be a second,

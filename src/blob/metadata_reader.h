@@ -18,6 +18,7 @@ std::string too_many_entries(const std::string& path, size_t n, size_t limit);
 std::string too_many_profile_entries(const char* what, size_t n, size_t profiles);
 
 // `offset` is only for messages; nullopt when the JSON did not come from a blob.
-[[nodiscard]] bool decode_metadata(const char* json, size_t size, std::optional<uint64_t> offset, Metadata* out, std::string* error);
+[[nodiscard]] bool decode_metadata(const char* json, size_t size, std::optional<uint64_t> offset, Metadata* out,
+                                   std::string* error);
 
 }  // namespace etrt::blob::detail

@@ -38,11 +38,13 @@ using etrt::DataType;
 using etrt::element_size;
 using etrt::to_string;
 // The inverse of to_string: false (and *out untouched) for any other spelling.
-[[nodiscard]] inline bool parse_data_type(const std::string& text, DataType* out) { return etrt::parse_data_type(text.c_str(), out); }
+[[nodiscard]] inline bool parse_data_type(const std::string& text, DataType* out) {
+  return etrt::parse_data_type(text.c_str(), out);
+}
 
 struct TensorDesc {
   std::string name;
-  std::string display_name;        // `name` as messages quote it: control characters and bad UTF-8 escaped
+  std::string display_name;  // `name` as messages quote it: control characters and bad UTF-8 escaped
   bool is_input = false;
   DataType dtype = DataType::kFloat32;
   Shape shape;                     // -1 marks a dynamic dimension
@@ -110,7 +112,8 @@ class Engine {
   virtual int32_t num_profiles() const = 0;
   // min/opt/max of input `io_index` under `profile`; false for a bad index or
   // a non-input.
-  [[nodiscard]] virtual bool profile_shape(int32_t profile, int32_t io_index, Shape* min, Shape* opt, Shape* max) const = 0;
+  [[nodiscard]] virtual bool profile_shape(int32_t profile, int32_t io_index, Shape* min, Shape* opt,
+                                           Shape* max) const = 0;
 
   virtual MemoryKind memory_kind() const = 0;
   // Scratch memory one context needs, for the largest profile.

@@ -51,7 +51,8 @@ class ProfileTable {
   /// different number of profiles; a rank is negative or above kMaxRank; the
   /// rank differs between min/opt/max or across profiles; a bound is
   /// negative; or min > opt or opt > max in some dimension.
-  [[nodiscard]] static bool build(int32_t num_profiles, Span<const InputBounds> inputs, ProfileTable* out, std::string* error);
+  [[nodiscard]] static bool build(int32_t num_profiles, Span<const InputBounds> inputs, ProfileTable* out,
+                                  std::string* error);
 
   /// Number of optimization profiles (>= 1 once built).
   int32_t num_profiles() const noexcept { return num_profiles_; }

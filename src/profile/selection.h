@@ -49,7 +49,7 @@ struct Choice {
 /// inputs, dimensions, values and bounds involved, and what to do. `*chosen`
 /// is untouched on refusal; `why` is untouched on success.
 [[nodiscard]] bool choose_profile(const ProfileTable& table, const ProfileRequest& request, int32_t active_profile,
-                    Span<const Shape> input_shapes, Choice* chosen, Diagnostic* why) noexcept;
+                                  Span<const Shape> input_shapes, Choice* chosen, Diagnostic* why) noexcept;
 
 /// Checks every input's rank and every dimension against `profile`'s
 /// [min, max]. Returns false for an out-of-range `profile`, a wrong number of
@@ -58,7 +58,7 @@ struct Choice {
 /// bounds, and what to do: a profile that would accept the shapes if there is
 /// one, otherwise the ranges that would. `why` is untouched on success.
 [[nodiscard]] bool validate_shapes(const ProfileTable& table, int32_t profile, Span<const Shape> input_shapes,
-                     Diagnostic* why) noexcept;
+                                   Diagnostic* why) noexcept;
 
 /// choose_profile() followed by validate_shapes() on the chosen profile, in
 /// one call: the same result, `*chosen` and message as the two calls, with
@@ -66,7 +66,7 @@ struct Choice {
 /// selection already compared are not compared again). This is the call an
 /// execute() makes.
 [[nodiscard]] bool choose_and_validate(const ProfileTable& table, const ProfileRequest& request, int32_t active_profile,
-                         Span<const Shape> input_shapes, Choice* chosen, Diagnostic* why) noexcept;
+                                       Span<const Shape> input_shapes, Choice* chosen, Diagnostic* why) noexcept;
 
 /// "sticky-first-fit" or "first-fit", as the docs and messages spell them.
 const char* policy_name(AutoPolicy policy) noexcept;

@@ -330,8 +330,8 @@ bool kv_blob(const std::string& name, std::vector<etrt::blob::AliasedIo> aliases
 // cache_out, as ExecuTorch passes it for a mutable buffer the program owns.
 bool kv_spec(const std::string& name, const std::string& blob, bool write_back) {
   std::vector<json> values = {tensor("x", "float32", {1, 4, 2}, true), tensor("pos", "int64", {1}, false),
-                 tensor("cache", "float32", {1, 8, 2}, false, /*planned=*/false),
-                 tensor("y", "float32", {1, 4, 2}, true)};
+                              tensor("cache", "float32", {1, 8, 2}, false, /*planned=*/false),
+                              tensor("y", "float32", {1, 4, 2}, true)};
   std::vector<std::string> outputs = {"y"};
   std::vector<std::string> args = {"x", "pos", "cache", "y"};
   if (write_back) {
@@ -436,8 +436,7 @@ bool contract_fixtures() {
     Builder b("control_names");
     b.add_input("ids\x1b[2J\n", DataType::kFloat32, make_shape({1, -1}))
         .add_output("out\tput", DataType::kFloat32, make_shape({1, -1}))
-        .set_profile_shape(b.add_profile(), "ids\x1b[2J\n", make_shape({1, 1}), make_shape({1, 2}),
-                           make_shape({1, 3}))
+        .set_profile_shape(b.add_profile(), "ids\x1b[2J\n", make_shape({1, 1}), make_shape({1, 2}), make_shape({1, 3}))
         .scale("ids\x1b[2J\n", 2.0f, "out\tput");
     ok &= write_blob("control_names", built(b, "control_names")) &&
           write_spec("control_names", {tensor("x", "float32", {1, 4}, true), tensor("y", "float32", {1, 4}, true)},
@@ -555,8 +554,10 @@ bool written_as_listed(const std::vector<std::string>& listed, const char* list_
   std::set<std::string> written;
   std::vector<std::string> problems;
   for (const std::string& name : g_written) {
-    if (!written.insert(name).second) problems.push_back(name + ": written twice");
-    else if (listed_set.count(name) == 0) problems.push_back(name + ": written, not listed");
+    if (!written.insert(name).second)
+      problems.push_back(name + ": written twice");
+    else if (listed_set.count(name) == 0)
+      problems.push_back(name + ": written, not listed");
   }
   for (const std::string& name : listed)
     if (written.count(name) == 0) problems.push_back(name + ": listed, not written");

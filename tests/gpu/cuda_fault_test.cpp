@@ -20,12 +20,12 @@
 #include <vector>
 
 #include "cuda_faults.h"
-#include "etrt_gpufree/faults.h"
-#include "etrt_gpufree/trace.h"
 #include "etrt/options.h"
 #include "etrt/profile_guard.h"
 #include "etrt/report.h"
 #include "etrt/stream_guard.h"
+#include "etrt_gpufree/faults.h"
+#include "etrt_gpufree/trace.h"
 #include "fixtures.h"
 #include "module_test_util.h"
 
@@ -34,10 +34,10 @@ namespace {
 namespace et = ::executorch::runtime;
 namespace faults = ::etrt::cuda_faults;
 namespace ref = ::etrt::gpufree;
-using ::executorch::extension::Module;
 using ::etrt::module_test::expect_logits;
 using ::etrt::module_test::run_ids;
 using ::etrt::module_test::token_ids;
+using ::executorch::extension::Module;
 using ::testing::HasSubstr;
 
 std::string fixture(const std::string& name) {
@@ -111,17 +111,16 @@ TEST_P(CudaLoadFault, IsRefusedNamingTheCallAndTheNextLoadRuns) {
 
 INSTANTIATE_TEST_SUITE_P(Calls, CudaLoadFault,
                          ::testing::Values(LoadFault{"cudaGetDeviceCount"}, LoadFault{"cudaMalloc"},
-                                           LoadFault{"cudaEventCreateWithFlags"},
-                                           LoadFault{"cudaStreamSynchronize"}),
+                                           LoadFault{"cudaEventCreateWithFlags"}, LoadFault{"cudaStreamSynchronize"}),
                          [](const ::testing::TestParamInfo<LoadFault>& p) { return std::string(p.param.function); });
 
 // ---- faults while executing: a clear error, and the next execution runs ----
 
 struct ExecuteFault {
   const char* function;
-  int nth;           // which of the step's calls of `function` fails
-  bool on_stream;    // the step runs on the caller's stream
-  et::Error error;   // what the step returns
+  int nth;          // which of the step's calls of `function` fails
+  bool on_stream;   // the step runs on the caller's stream
+  et::Error error;  // what the step returns
 };
 void PrintTo(const ExecuteFault& f, std::ostream* os) { *os << f.function << " #" << f.nth; }
 
@@ -237,10 +236,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(NvInferFault{ref::Call::kDeserializeCudaEngine, true},
                       NvInferFault{ref::Call::kCreateExecutionContext, true},
                       NvInferFault{ref::Call::kSetOptimizationProfileAsync, false},
-                      NvInferFault{ref::Call::kSetInputShape, false},
-                      NvInferFault{ref::Call::kGetTensorShape, false},
-                      NvInferFault{ref::Call::kSetTensorAddress, false},
-                      NvInferFault{ref::Call::kEnqueueV3, false}),
+                      NvInferFault{ref::Call::kSetInputShape, false}, NvInferFault{ref::Call::kGetTensorShape, false},
+                      NvInferFault{ref::Call::kSetTensorAddress, false}, NvInferFault{ref::Call::kEnqueueV3, false}),
     [](const ::testing::TestParamInfo<NvInferFault>& p) { return std::string(ref::to_string(p.param.call)); });
 
 }  // namespace

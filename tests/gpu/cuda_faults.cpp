@@ -52,8 +52,7 @@ template <typename F>
 F real(const char* name) {
   void* symbol = dlsym(RTLD_NEXT, name);
   if (symbol == nullptr) {
-    std::fprintf(stderr, "cuda_faults: libcudart's %s not found (%s); link the shared CUDA runtime\n", name,
-                 dlerror());
+    std::fprintf(stderr, "cuda_faults: libcudart's %s not found (%s); link the shared CUDA runtime\n", name, dlerror());
     std::abort();
   }
   return reinterpret_cast<F>(symbol);
@@ -99,13 +98,13 @@ int calls(const char* function) {
 // Each: if libetrt's call draws the armed fault, return its error without running; otherwise call libcudart's
 // function. cudaStreamEndCapture is the exception, below.
 
-#define ETRT_INTERPOSE(name, params, args)                                                      \
-  extern "C" cudaError_t CUDARTAPI name params {                                                \
-    static const int index = etrt::cuda_faults::index_of(#name);                                \
-    cudaError_t injected = cudaSuccess;                                                         \
+#define ETRT_INTERPOSE(name, params, args)                                                        \
+  extern "C" cudaError_t CUDARTAPI name params {                                                  \
+    static const int index = etrt::cuda_faults::index_of(#name);                                  \
+    cudaError_t injected = cudaSuccess;                                                           \
     if (etrt::cuda_faults::fires(index, __builtin_return_address(0), &injected)) return injected; \
-    static const auto call = etrt::cuda_faults::real<cudaError_t(CUDARTAPI*) params>(#name);    \
-    return call args;                                                                           \
+    static const auto call = etrt::cuda_faults::real<cudaError_t(CUDARTAPI*) params>(#name);      \
+    return call args;                                                                             \
   }
 
 ETRT_INTERPOSE(cudaMalloc, (void** p, size_t size), (p, size))
@@ -125,8 +124,8 @@ ETRT_INTERPOSE(cudaStreamBeginCapture, (cudaStream_t s, cudaStreamCaptureMode mo
 // the real call runs, then the fault replaces its result.
 extern "C" cudaError_t CUDARTAPI cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* g) {
   static const int index = etrt::cuda_faults::index_of("cudaStreamEndCapture");
-  static const auto call = etrt::cuda_faults::real<cudaError_t(CUDARTAPI*)(cudaStream_t, cudaGraph_t*)>(
-      "cudaStreamEndCapture");
+  static const auto call =
+      etrt::cuda_faults::real<cudaError_t(CUDARTAPI*)(cudaStream_t, cudaGraph_t*)>("cudaStreamEndCapture");
   cudaError_t injected = cudaSuccess;
   const bool fails = etrt::cuda_faults::fires(index, __builtin_return_address(0), &injected);
   const cudaError_t status = call(s, g);

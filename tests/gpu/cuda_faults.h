@@ -18,9 +18,9 @@
 namespace etrt::cuda_faults {
 
 inline constexpr const char* kFunctions[] = {
-    "cudaMalloc",          "cudaGetDeviceCount",    "cudaStreamSynchronize", "cudaEventCreateWithFlags",
-    "cudaStreamGetDevice", "cudaStreamWaitEvent",   "cudaMemcpyAsync",       "cudaEventRecord",
-    "cudaEventSynchronize", "cudaGraphLaunch",      "cudaStreamBeginCapture", "cudaStreamEndCapture",
+    "cudaMalloc",           "cudaGetDeviceCount",  "cudaStreamSynchronize",  "cudaEventCreateWithFlags",
+    "cudaStreamGetDevice",  "cudaStreamWaitEvent", "cudaMemcpyAsync",        "cudaEventRecord",
+    "cudaEventSynchronize", "cudaGraphLaunch",     "cudaStreamBeginCapture", "cudaStreamEndCapture",
     "cudaGraphInstantiate",
 };
 

@@ -396,9 +396,7 @@ class TensorRTContext final : public ExecutionContext {
  private:
   const char* name(int32_t io_index) const { return loaded_->io[static_cast<size_t>(io_index)].name.c_str(); }
   // The name as messages quote it.
-  const std::string& name_of(int32_t io_index) const {
-    return loaded_->io[static_cast<size_t>(io_index)].display_name;
-  }
+  const std::string& name_of(int32_t io_index) const { return loaded_->io[static_cast<size_t>(io_index)].display_name; }
 
   bool check_index(int32_t io_index) const {
     const int32_t count = static_cast<int32_t>(loaded_->io.size());
