@@ -24,7 +24,6 @@ namespace etrt::bench {
 namespace {
 
 using profile::Choice;
-using profile::Diagnostic;
 using profile::InputBounds;
 using profile::ProfileTable;
 

@@ -151,7 +151,7 @@ struct DelegateState {
     profile::Choice choice;
   } last_choice;
 
-  profile::Diagnostic diagnostic;
+  Diagnostic diagnostic;
 };
 
 }  // namespace etrt::backend

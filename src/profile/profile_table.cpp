@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdio>
 
-#include "profile/diagnostic.h"
+#include "common/diagnostic.h"
 
 namespace etrt::profile {
 

@@ -12,7 +12,7 @@
 
 #include "common/shape.h"
 #include "etrt/profile_guard.h"
-#include "profile/diagnostic.h"
+#include "common/diagnostic.h"
 #include "profile/profile_table.h"
 
 namespace etrt::profile {

@@ -1,6 +1,6 @@
 // Diagnostic: the heap-free message buffer.
 
-#include "profile/diagnostic.h"
+#include "common/diagnostic.h"
 
 #include <gtest/gtest.h>
 
