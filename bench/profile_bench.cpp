@@ -119,8 +119,8 @@ enum class EtrtCall { kOneCall, kTwoCalls };
 
 void bench_etrt(benchmark::State& state, const Case& c, EtrtCall how) {
   ProfileTable table;
-  std::string error;
-  if (!ProfileTable::build(c.engine.num_profiles, c.engine.inputs, &table, &error)) {
+  Diagnostic error;
+  if (ProfileTable::build(c.engine.num_profiles, c.engine.inputs, &table, error) != Error::Ok) {
     state.SkipWithError(error.c_str());
     return;
   }
@@ -135,9 +135,9 @@ void bench_etrt(benchmark::State& state, const Case& c, EtrtCall how) {
     benchmark::DoNotOptimize(data);  // the shapes are new on every execute()
     const Span<const Shape> inputs(data, shapes.size());
     const bool ok = how == EtrtCall::kOneCall
-                        ? profile::choose_and_validate(table, request, c.active, inputs, &choice, &why)
-                        : profile::choose_profile(table, request, c.active, inputs, &choice, &why) &&
-                              profile::validate_shapes(table, choice.profile, inputs, &why);
+                        ? profile::choose_and_validate(table, request, c.active, inputs, &choice, why) == Error::Ok
+                        : profile::choose_profile(table, request, c.active, inputs, &choice, why) == Error::Ok &&
+                              profile::validate_shapes(table, choice.profile, inputs, why) == Error::Ok;
     if (!ok || choice.profile != c.expected) {
       state.SkipWithError(why.empty() ? "unexpected profile" : why.c_str());
       break;

@@ -56,9 +56,9 @@ void BM_ParseBlob(benchmark::State& state, const char* name, bool parses) {
   const std::vector<uint8_t> blob = blob_bytes(name);
   for (auto _ : state) {
     etrt::blob::ParsedBlob parsed;
-    std::string error;
-    if (etrt::blob::parse_blob(blob.data(), blob.size(), &parsed, &error) != parses) {
-      state.SkipWithError(parses ? error.c_str() : "the blob parsed but should be refused");
+    etrt::Diagnostic why;
+    if ((etrt::blob::parse_blob(blob.data(), blob.size(), &parsed, why) == etrt::Error::Ok) != parses) {
+      state.SkipWithError(parses ? why.c_str() : "the blob parsed but should be refused");
       break;
     }
     benchmark::DoNotOptimize(parsed);
@@ -71,15 +71,16 @@ void BM_DeserializeEngine(benchmark::State& state, const char* name, bool loads)
   etrt::gpufree::set_tracing_enabled(false);
   const std::vector<uint8_t> blob = blob_bytes(name);
   etrt::blob::ParsedBlob parsed;
-  std::string error;
-  if (!etrt::blob::parse_blob(blob.data(), blob.size(), &parsed, &error)) {
-    state.SkipWithError(error.c_str());
+  etrt::Diagnostic why;
+  if (etrt::blob::parse_blob(blob.data(), blob.size(), &parsed, why) != etrt::Error::Ok) {
+    state.SkipWithError(why.c_str());
     return;
   }
   for (auto _ : state) {
-    auto engine = etrt::engine::tensorrt::deserialize(parsed.engine, parsed.engine_size, 0, &error);
-    if ((engine != nullptr) != loads) {
-      state.SkipWithError(loads ? error.c_str() : "the engine loaded but should be refused");
+    std::unique_ptr<etrt::engine::Engine> engine;
+    const etrt::Error loaded = etrt::engine::tensorrt::deserialize(parsed.engine, parsed.engine_size, 0, &engine, why);
+    if ((loaded == etrt::Error::Ok) != loads) {
+      state.SkipWithError(loads ? why.c_str() : "the engine loaded but should be refused");
       break;
     }
     state.PauseTiming();

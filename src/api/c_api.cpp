@@ -116,9 +116,9 @@ int set_default(const char* key, backend::RawOption::Kind kind, bool b, int i, c
     }
     // Checked exactly as the backend checks a load option, with its message.
     backend::LoadOptions scratch;
-    std::string why;
-    if (!backend::apply_load_option(option.raw(), &scratch, &why)) {
-      write_error(error, error_size, why);
+    Diagnostic why;
+    if (backend::apply_load_option(option.raw(), &scratch, why) != Error::Ok) {
+      write_error(error, error_size, why.c_str());
       return ETRT_E_INVALID_ARGUMENT;
     }
     DefaultStore& s = store();
@@ -145,10 +145,8 @@ void etrt::backend::apply_default_load_options(LoadOptions* options) noexcept {
   auto& s = api::store();
   s.reads.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(s.mutex);
-  for (const auto& option : s.options) {
-    std::string unused;  // checked when set; apply_load_option writes it only on a refusal
-    (void)apply_load_option(option.raw(), options, &unused);
-  }
+  Diagnostic unused;  // each option was checked when set; apply_load_option writes this only on a refusal
+  for (const auto& option : s.options) (void)apply_load_option(option.raw(), options, unused);
 }
 
 using etrt::ExecutionRecord;

@@ -1,5 +1,5 @@
 #pragma once
-// The lock that serializes one delegate's executions (DelegateState::mutex). Uncontended, taking and releasing it
+// The lock that serializes one delegate's executions (Delegate::lock_). Uncontended, taking and releasing it
 // is one atomic exchange each, inline; std::mutex does the same two atomic operations behind pthread's out-of-line
 // type dispatch, several times the instructions on every forward(). Contended, a waiter sleeps on a
 // condition variable, never spins: an execution may hold the lock while it waits for the device.

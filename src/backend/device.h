@@ -25,13 +25,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <utility>
 #include <vector>
 
-#include <executorch/runtime/core/error.h>
 #include <executorch/runtime/core/exec_aten/exec_aten.h>
 
+#include "common/error.h"
 #include "engine/engine.h"
 
 namespace etrt::backend {
@@ -49,7 +48,8 @@ class DeviceBuffer {
   }
   DeviceBuffer& operator=(DeviceBuffer&&) = delete;
 
-  [[nodiscard]] bool allocate(engine::MemoryKind kind, size_t bytes, std::string* error);
+  // MemoryAllocationFailed when the memory is not there; NotSupported for device memory in a build without CUDA.
+  [[nodiscard]] Error allocate(engine::MemoryKind kind, size_t bytes, Diagnostic& why);
   void* data() const { return data_; }
   size_t size() const { return size_; }
 
@@ -116,9 +116,9 @@ class DeviceGuard {
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
 
-  // False with the reason (a device this machine does not have, no CUDA in this build) in *error if given.
+  // NotSupported for a device this machine does not have or a build without CUDA, Internal when CUDA fails.
   // `check_range`: first ask how many devices there are (at load; executions reuse a device_id checked then).
-  [[nodiscard]] bool activate(int64_t device_id, std::string* error, bool check_range = true);
+  [[nodiscard]] Error activate(int64_t device_id, Diagnostic& why, bool check_range = true);
   bool active() const { return active_; }
 
  private:
@@ -130,12 +130,12 @@ class DeviceGuard {
 // Load-time device work (binding contexts to profiles) goes on this stream; finish_load_work() waits for it, so
 // no execution's stream ever races with it.
 engine::StreamHandle load_stream();
-[[nodiscard]] bool finish_load_work(std::string* error);
+[[nodiscard]] Error finish_load_work(Diagnostic& why);
 
 // Makes the staging buffers (one per delegate argument, `staging_bytes[k]` each) and the in-flight event on the
 // current device, which must be `device_id`.
-[[nodiscard]] bool prepare_device_state(DeviceState* state, int device_id, const std::vector<size_t>& staging_bytes,
-                                        std::string* error);
+[[nodiscard]] Error prepare_device_state(DeviceState* state, int device_id, const std::vector<size_t>& staging_bytes,
+                                         Diagnostic& why);
 
 // destroy(): blocks until the delegate's last execution has finished on the device.
 void wait_for_in_flight(DeviceState& state);
@@ -144,15 +144,18 @@ void wait_for_in_flight(DeviceState& state);
 void prepare_graphs(DeviceState* state, size_t num_contexts, size_t num_inputs, size_t num_args);
 
 // The device side of one execution. For a host engine every call is a pass-through and no CUDA is touched.
+// Every failure writes its reason into the `why` given at construction (without the "TensorRT delegate <name>: "
+// prefix: the executor adds it when it reports); `delegate` names the delegate in log lines only.
 class DeviceCall {
  public:
-  DeviceCall(DeviceState& state, const char* delegate) noexcept : state_(state), delegate_(delegate) {}
+  DeviceCall(DeviceState& state, const char* delegate, Diagnostic& why) noexcept
+      : state_(state), delegate_(delegate), why_(why) {}
   DeviceCall(const DeviceCall&) = delete;
   DeviceCall& operator=(const DeviceCall&) = delete;
 
   // Decision 6's "wait for the previous in-flight work" (docs/design.md): makes the delegate's device current, takes
-  // the caller's stream and orders it after the delegate's in-flight event. Reports and returns the error, if any.
-  [[nodiscard]] executorch::runtime::Error begin();
+  // the caller's stream and orders it after the delegate's in-flight event.
+  [[nodiscard]] Error begin();
   engine::StreamHandle stream() const { return stream_; }
 
   // Something that may run on the device was issued on stream() (a switch, an enqueue): end() must record it.
@@ -163,37 +166,42 @@ class DeviceCall {
   // memory is staged: inputs are copied into staging[k] on the stream now, outputs copied back by
   // copy_back_outputs(). `name` words the refusals: InvalidArgument for a tensor the caller must change (memory of
   // another device, larger than its staging buffer, null), Internal when the staging copy itself fails.
-  [[nodiscard]] executorch::runtime::Error bind(size_t k, executorch::aten::Tensor& tensor, bool is_input,
-                                                const char* name, void** address);
+  [[nodiscard]] Error bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name, void** address);
 
   // After a successful enqueue: copies every staged output (arguments first_output.. of `tensors`) back into its
-  // host tensor, at the size the tensor was resized to. Null entries (aliased outputs) are skipped.
-  [[nodiscard]] bool copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count);
+  // host tensor, at the size the tensor was resized to. Null entries (aliased outputs) are skipped. Internal when a
+  // copy fails.
+  [[nodiscard]] Error copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count);
 
   // An input some output is written into in place: a device engine updates it where it lives, so it must be
-  // device memory (host memory would be staged, and the update lost); refuses host memory, naming `name`.
-  [[nodiscard]] bool check_in_place(const executorch::aten::Tensor& input, const char* name);
+  // device memory (host memory would be staged, and the update lost); refuses host memory, naming `name`, with
+  // InvalidArgument.
+  [[nodiscard]] Error check_in_place(const executorch::aten::Tensor& input, const char* name);
 
   // After a successful enqueue, for an output written in place into input argument `k` (`bytes` long): if the
   // input was staged, copies the updated staging buffer back into it; then, if `write_back` is given and is other
-  // memory, copies the updated input into it (the mutable buffer's write-back slot). On the stream.
-  [[nodiscard]] bool finish_in_place(size_t k, executorch::aten::Tensor& input, executorch::aten::Tensor* write_back,
-                                     size_t bytes, const char* name);
+  // memory, copies the updated input into it (the mutable buffer's write-back slot). On the stream. Internal when a
+  // copy fails.
+  [[nodiscard]] Error finish_in_place(size_t k, executorch::aten::Tensor& input, executorch::aten::Tensor* write_back,
+                                      size_t bytes, const char* name);
 
   // Runs `context` on the stream. With `graphs` (CUDA graphs enabled and not failed) and `steady` (the context
   // last ran with exactly this profile, these input shapes and these addresses), replays the graph captured for
   // them, capturing it first if there is none; otherwise a plain enqueue. A capture that fails disables graphs for
-  // the delegate (one log line) and this execution enqueues plainly. Reports failures.
-  [[nodiscard]] bool enqueue(engine::ExecutionContext& context, GraphSet* graphs, bool steady, int32_t profile,
-                             const std::vector<Shape>& shapes, const std::vector<void*>& addresses);
+  // the delegate (one log line) and this execution enqueues plainly. A failed enqueue returns the context's code
+  // (InvalidArgument when the engine blamed the input data); a failed graph replay, Internal.
+  [[nodiscard]] Error enqueue(engine::ExecutionContext& context, GraphSet* graphs, bool steady, int32_t profile,
+                              const std::vector<Shape>& shapes, const std::vector<void*>& addresses);
 
   // Records the in-flight event after whatever this execution issued and waits for it when host memory is still
-  // in use by the stream. Returns `status`, or an error if CUDA failed here. The destructor restores the device.
-  [[nodiscard]] executorch::runtime::Error end(executorch::runtime::Error status);
+  // in use by the stream. Returns `status`, or Internal if CUDA failed here (its reason then replaces what `why`
+  // held). The destructor restores the device.
+  [[nodiscard]] Error end(Error status);
 
  private:
   DeviceState& state_;
   const char* delegate_;
+  Diagnostic& why_;
   DeviceGuard device_;
   engine::StreamHandle stream_ = nullptr;
   bool issued_ = false;

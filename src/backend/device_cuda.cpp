@@ -7,19 +7,18 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
+#include <string>
 
 #include <executorch/runtime/core/portable_type/device.h>
 #include <executorch/runtime/platform/log.h>
 
 #include "backend/device.h"
-#include "backend/last_error.h"
 #include "backend/nvtx_range.h"
 #include "backend/staging.h"
+#include "common/error.h"
 #include "etrt/stream_guard.h"
 
 namespace etrt::backend {
-
-using executorch::runtime::Error;
 
 namespace {
 
@@ -81,28 +80,26 @@ void DeviceBuffer::release() {
   size_ = 0;
 }
 
-bool DeviceBuffer::allocate(engine::MemoryKind kind, size_t bytes, std::string* error) {
+Error DeviceBuffer::allocate(engine::MemoryKind kind, size_t bytes, Diagnostic& why) {
   release();
   kind_ = kind;
-  if (bytes == 0) return true;
+  if (bytes == 0) return Error::Ok;
   if (kind == engine::MemoryKind::kDevice) {
     const cudaError_t status = cudaMalloc(&data_, bytes);
     if (status != cudaSuccess) {
       data_ = nullptr;
-      *error =
-          "could not allocate " + std::to_string(bytes) + " bytes of device memory (cudaMalloc): " + cuda_text(status);
-      return false;
+      // Out of memory is MemoryAllocationFailed; anything else (a sticky error, no device) is CUDA failing.
+      return fail(why, status == cudaErrorMemoryAllocation ? Error::MemoryAllocationFailed : Error::Internal,
+                  "could not allocate %zu bytes of device memory (cudaMalloc): %s", bytes, cuda_text(status).c_str());
     }
   } else {
     // 256-byte alignment matches what cudaMalloc gives, so host and device engines see the same guarantees.
     data_ = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
-    if (data_ == nullptr) {
-      *error = "could not allocate " + std::to_string(bytes) + " bytes of engine scratch memory";
-      return false;
-    }
+    if (data_ == nullptr)
+      return fail(why, Error::MemoryAllocationFailed, "could not allocate %zu bytes of engine scratch memory", bytes);
   }
   size_ = bytes;
-  return true;
+  return Error::Ok;
 }
 
 // ---- DeviceState, load and destroy ----
@@ -118,21 +115,17 @@ DeviceGuard::~DeviceGuard() {
   if (restore_) (void)cudaSetDevice(previous_);
 }
 
-bool DeviceGuard::activate(int64_t device_id, std::string* error, bool check_range) {
+Error DeviceGuard::activate(int64_t device_id, Diagnostic& why, bool check_range) {
   int count = 0;
   cudaError_t status = check_range ? cudaGetDeviceCount(&count) : cudaSuccess;
-  if (status != cudaSuccess) {
-    if (error != nullptr) *error = "no CUDA device can be used (cudaGetDeviceCount): " + cuda_text(status);
-    return false;
-  }
-  if (check_range && (device_id < 0 || device_id >= count)) {
-    if (error != nullptr)
-      *error = "the blob names CUDA device " + std::to_string(device_id) + ", but this machine has " +
-               std::to_string(count) + " CUDA device(s) (0.." + std::to_string(count - 1) +
-               "); re-export the model for a device it has, or hide devices with CUDA_VISIBLE_DEVICES so that the "
-               "intended GPU gets that index";
-    return false;
-  }
+  if (status != cudaSuccess)
+    return fail(why, Error::Internal, "no CUDA device can be used (cudaGetDeviceCount): %s", cuda_text(status).c_str());
+  if (check_range && (device_id < 0 || device_id >= count))
+    return fail(why, Error::NotSupported,
+                "the blob names CUDA device %lld, but this machine has %d CUDA device(s) (0..%d); re-export the model "
+                "for a device it has, or hide devices with CUDA_VISIBLE_DEVICES so that the intended GPU gets that "
+                "index",
+                static_cast<long long>(device_id), count, count - 1);
   int previous = -1;
   status = cudaGetDevice(&previous);
   const char* call = "cudaGetDevice";
@@ -140,43 +133,40 @@ bool DeviceGuard::activate(int64_t device_id, std::string* error, bool check_ran
     status = cudaSetDevice(static_cast<int>(device_id));
     call = "cudaSetDevice";
   }
-  if (status != cudaSuccess) {
-    if (error != nullptr)
-      *error =
-          "could not make CUDA device " + std::to_string(device_id) + " current (" + call + "): " + cuda_text(status);
-    return false;
-  }
+  if (status != cudaSuccess)
+    return fail(why, Error::Internal, "could not make CUDA device %lld current (%s): %s",
+                static_cast<long long>(device_id), call, cuda_text(status).c_str());
   // A guard activated twice restores the device current before the first activation.
   if (!restore_) previous_ = previous;
   restore_ = restore_ || previous != device_id;
   active_ = true;
-  return true;
+  return Error::Ok;
 }
 
 // The per-thread stream of the loading thread: load work never waits for, or holds up, other threads' streams.
 engine::StreamHandle load_stream() { return cudaStreamPerThread; }
 
-bool finish_load_work(std::string* error) {
+Error finish_load_work(Diagnostic& why) {
   const cudaError_t status = cudaStreamSynchronize(cudaStreamPerThread);
-  if (status == cudaSuccess) return true;
-  *error = "waiting for load-time device work failed (cudaStreamSynchronize): " + cuda_text(status);
-  return false;
+  if (status == cudaSuccess) return Error::Ok;
+  return fail(why, Error::Internal, "waiting for load-time device work failed (cudaStreamSynchronize): %s",
+              cuda_text(status).c_str());
 }
 
-bool prepare_device_state(DeviceState* state, int device_id, const std::vector<size_t>& staging_bytes,
-                          std::string* error) {
+Error prepare_device_state(DeviceState* state, int device_id, const std::vector<size_t>& staging_bytes,
+                           Diagnostic& why) {
   state->device = true;
   state->device_id = device_id;
-  if (!make_staging_buffers(state, engine::MemoryKind::kDevice, staging_bytes, error)) return false;
+  const Error staged = make_staging_buffers(state, engine::MemoryKind::kDevice, staging_bytes, why);
+  if (staged != Error::Ok) return staged;
   cudaEvent_t event = nullptr;
   // No timing: a timing event costs more to record, and this one only orders work.
   const cudaError_t status = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
-  if (status != cudaSuccess) {
-    *error = "could not create the delegate's in-flight event (cudaEventCreateWithFlags): " + cuda_text(status);
-    return false;
-  }
+  if (status != cudaSuccess)
+    return fail(why, Error::Internal, "could not create the delegate's in-flight event (cudaEventCreateWithFlags): %s",
+                cuda_text(status).c_str());
   state->in_flight_event = event;
-  return true;
+  return Error::Ok;
 }
 
 // ---- CUDA graphs ----
@@ -208,25 +198,26 @@ bool same_key(const GraphSet::Entry& e, int32_t profile, const std::vector<Shape
   return e.graph != nullptr && e.profile == profile && e.shapes == shapes && e.addresses == addresses;
 }
 
-// Captures `context`'s enqueue on `stream` and instantiates it; null (and the reason) if CUDA or the engine
-// refuses. The capture is ended on every path, so the stream is usable afterwards.
-cudaGraphExec_t capture(engine::ExecutionContext& context, cudaStream_t stream, std::string* why) {
+// Captures `context`'s enqueue on `stream` and instantiates it; null (and the reason in `why`) if CUDA or the
+// engine refuses. The capture is ended on every path, so the stream is usable afterwards.
+cudaGraphExec_t capture(engine::ExecutionContext& context, cudaStream_t stream, Diagnostic& why) {
   // Thread-local: calls other threads make meanwhile (another delegate's cudaMalloc, say) do not invalidate it.
   cudaError_t status = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
   if (status != cudaSuccess) {
-    *why = "cudaStreamBeginCapture: " + cuda_text(status);
+    (void)fail(why, Error::Internal, "cudaStreamBeginCapture: %s", cuda_text(status).c_str());
     return nullptr;
   }
-  const bool enqueued = context.enqueue(stream);
-  if (!enqueued) *why = std::string("the engine's enqueue could not be captured: ") + context.last_error();
+  const bool enqueued = context.enqueue(stream, why) == Error::Ok;
+  if (!enqueued) why.prepend("the engine's enqueue could not be captured: ");
   cudaGraph_t graph = nullptr;
   status = cudaStreamEndCapture(stream, &graph);
-  if (status != cudaSuccess && enqueued) *why = "cudaStreamEndCapture: " + cuda_text(status);
+  if (status != cudaSuccess && enqueued)
+    (void)fail(why, Error::Internal, "cudaStreamEndCapture: %s", cuda_text(status).c_str());
   cudaGraphExec_t exec = nullptr;
   if (enqueued && status == cudaSuccess) {
     status = cudaGraphInstantiate(&exec, graph, 0);
     if (status != cudaSuccess) {
-      *why = "cudaGraphInstantiate: " + cuda_text(status);
+      (void)fail(why, Error::Internal, "cudaGraphInstantiate: %s", cuda_text(status).c_str());
       exec = nullptr;
     }
   }
@@ -248,31 +239,23 @@ void wait_for_in_flight(DeviceState& state) {
 
 Error DeviceCall::begin() {
   if (!state_.device) return Error::Ok;
-  std::string error;
-  if (!device_.activate(state_.device_id, &error, /*check_range=*/false)) {
-    report_error(delegate_, "%s", error.c_str());
-    return Error::Internal;
-  }
+  // Without the range check only CUDA itself can fail here.
+  if (device_.activate(state_.device_id, why_, /*check_range=*/false) != Error::Ok) return Error::Internal;
   const std::optional<void*> caller = current_cuda_stream();
   cudaStream_t stream = caller ? static_cast<cudaStream_t>(*caller) : cudaStreamPerThread;
   caller_stream_ = caller.has_value();
   if (!is_special_stream(stream)) {
     int stream_device = -1;
     const cudaError_t status = cudaStreamGetDevice(stream, &stream_device);
-    if (status != cudaSuccess) {
-      report_error(delegate_,
-                   "the caller's CUDA stream cannot be used (cudaStreamGetDevice): %s; pass a live stream of "
-                   "device %d",
-                   cuda_text(status).c_str(), state_.device_id);
-      return Error::InvalidArgument;
-    }
-    if (stream_device != state_.device_id) {
-      report_error(delegate_,
-                   "the caller's CUDA stream belongs to device %d, but this delegate runs on device %d (device_id in "
-                   "its blob); hand over a stream of device %d for this call",
-                   stream_device, state_.device_id, state_.device_id);
-      return Error::InvalidArgument;
-    }
+    if (status != cudaSuccess)
+      return fail(why_, Error::InvalidArgument,
+                  "the caller's CUDA stream cannot be used (cudaStreamGetDevice): %s; pass a live stream of device %d",
+                  cuda_text(status).c_str(), state_.device_id);
+    if (stream_device != state_.device_id)
+      return fail(why_, Error::InvalidArgument,
+                  "the caller's CUDA stream belongs to device %d, but this delegate runs on device %d (device_id in "
+                  "its blob); hand over a stream of device %d for this call",
+                  stream_device, state_.device_id, state_.device_id);
   }
   stream_ = stream;
   // Work on one stream runs in order, so waiting is needed only on another stream -- or on the per-thread
@@ -280,11 +263,10 @@ Error DeviceCall::begin() {
   // the old one still has work: cudaStreamDestroy releases a stream only once its work is done.)
   if (state_.in_flight_recorded && (stream != as_stream(state_.in_flight_stream) || stream == cudaStreamPerThread)) {
     const cudaError_t status = cudaStreamWaitEvent(stream, as_event(state_.in_flight_event), 0);
-    if (status != cudaSuccess) {
-      report_error(delegate_, "ordering this execution after the previous one failed (cudaStreamWaitEvent): %s",
-                   cuda_text(status).c_str());
-      return Error::Internal;
-    }
+    if (status != cudaSuccess)
+      return fail(why_, Error::Internal,
+                  "ordering this execution after the previous one failed (cudaStreamWaitEvent): %s",
+                  cuda_text(status).c_str());
   }
   return Error::Ok;
 }
@@ -292,21 +274,18 @@ Error DeviceCall::begin() {
 Error DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name, void** address) {
   const char* role = is_input ? "input" : "output";
   void* data = tensor.mutable_data_ptr();
-  if (!state_.device)
-    return bind_host(state_, delegate_, k, tensor, is_input, name, address) ? Error::Ok : Error::InvalidArgument;
+  if (!state_.device) return bind_host(state_, why_, k, tensor, is_input, name, address);
   state_.staged[k] = 0;
   const size_t bytes = tensor.nbytes();
   int device = -1;
   const Placement placement = placement_of(tensor, data, &device);
   const bool on_device = placement == Placement::kDevice || placement == Placement::kManaged;
   if (on_device) {
-    if (placement == Placement::kDevice && device != state_.device_id) {
-      report_error(delegate_,
-                   "%s '%s' is in memory of CUDA device %d, but this delegate runs on device %d (device_id in its "
-                   "blob); pass memory of device %d, or host memory (etrt then stages it)",
-                   role, name, device, state_.device_id, state_.device_id);
-      return Error::InvalidArgument;
-    }
+    if (placement == Placement::kDevice && device != state_.device_id)
+      return fail(why_, Error::InvalidArgument,
+                  "%s '%s' is in memory of CUDA device %d, but this delegate runs on device %d (device_id in its "
+                  "blob); pass memory of device %d, or host memory (etrt then stages it)",
+                  role, name, device, state_.device_id, state_.device_id);
     if (reinterpret_cast<uintptr_t>(data) % engine::kIoAddressAlignment == 0) {
       *address = data;
       return Error::Ok;
@@ -316,14 +295,13 @@ Error DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input
   DeviceBuffer& staging = state_.staging[k];
   const char* instead =
       on_device ? "256-byte-aligned device memory instead, which is bound in place" : "device memory instead";
-  if (!fits_staging(state_, delegate_, k, bytes, role, name, instead)) return Error::InvalidArgument;
-  if (data == nullptr && bytes > 0) {
-    report_error(delegate_,
-                 "%s '%s' has no memory (a null data pointer for %zu bytes): ExecuTorch planned none for it; give "
-                 "it a buffer (Module::set_output for an output, a tensor with data for an input)",
-                 role, name, bytes);
-    return Error::InvalidArgument;
-  }
+  const Error fits = fits_staging(state_, why_, k, bytes, role, name, instead);
+  if (fits != Error::Ok) return fits;
+  if (data == nullptr && bytes > 0)
+    return fail(why_, Error::InvalidArgument,
+                "%s '%s' has no memory (a null data pointer for %zu bytes): ExecuTorch planned none for it; give "
+                "it a buffer (Module::set_output for an output, a tensor with data for an input)",
+                role, name, bytes);
   *address = staging.data();
   state_.staged[k] = 1;
   if (is_input && bytes > 0) {
@@ -333,19 +311,17 @@ Error DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input
     const cudaError_t status = cudaMemcpyAsync(staging.data(), data, bytes, cudaMemcpyDefault, as_stream(stream_));
     issued_ = true;
     if (placement == Placement::kPinnedHost) host_memory_in_flight_ = true;
-    if (status != cudaSuccess) {
-      report_error(delegate_, "copying %s '%s' (%zu bytes) to the device failed (cudaMemcpyAsync): %s", role, name,
-                   bytes, cuda_text(status).c_str());
-      return Error::Internal;  // the copy failed, not the caller's tensor
-    }
+    if (status != cudaSuccess)  // the copy failed, not the caller's tensor
+      return fail(why_, Error::Internal, "copying %s '%s' (%zu bytes) to the device failed (cudaMemcpyAsync): %s", role,
+                  name, bytes, cuda_text(status).c_str());
   }
   return Error::Ok;
 }
 
-bool DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count) {
+Error DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count) {
   if (!state_.device) {
     copy_back_host(state_, tensors, first_output, count);
-    return true;
+    return Error::Ok;
   }
   for (size_t k = first_output; k < first_output + count; ++k) {
     if (state_.staged[k] == 0 || tensors[k] == nullptr) continue;
@@ -356,35 +332,32 @@ bool DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, siz
     host_memory_in_flight_ = true;
     const cudaError_t status = cudaMemcpyAsync(t.mutable_data_ptr(), state_.staging[k].data(), bytes,
                                                cudaMemcpyDefault, as_stream(stream_));
-    if (status != cudaSuccess) {
-      report_error(delegate_, "copying output %zu (%zu bytes) back to the host failed (cudaMemcpyAsync): %s",
-                   k - first_output, bytes, cuda_text(status).c_str());
-      return false;
-    }
+    if (status != cudaSuccess)
+      return fail(why_, Error::Internal, "copying output %zu (%zu bytes) back to the host failed (cudaMemcpyAsync): %s",
+                  k - first_output, bytes, cuda_text(status).c_str());
   }
-  return true;
+  return Error::Ok;
 }
 
-bool DeviceCall::check_in_place(const executorch::aten::Tensor& input, const char* name) {
-  if (!state_.device) return true;
+Error DeviceCall::check_in_place(const executorch::aten::Tensor& input, const char* name) {
+  if (!state_.device) return Error::Ok;
   int device = -1;
   const Placement placement = placement_of(input, input.const_data_ptr(), &device);
-  if (placement == Placement::kDevice || placement == Placement::kManaged || input.nbytes() == 0) return true;
-  report_error(delegate_,
-               "input '%s' is updated in place by the engine (an aliased output, e.g. a KV cache), but it is in host "
-               "memory: etrt would stage it through a device buffer and the update would be lost. Pass it in device "
-               "memory of device %d (e.g. a device-resident KV cache)",
-               name, state_.device_id);
-  return false;
+  if (placement == Placement::kDevice || placement == Placement::kManaged || input.nbytes() == 0) return Error::Ok;
+  return fail(why_, Error::InvalidArgument,
+              "input '%s' is updated in place by the engine (an aliased output, e.g. a KV cache), but it is in host "
+              "memory: etrt would stage it through a device buffer and the update would be lost. Pass it in device "
+              "memory of device %d (e.g. a device-resident KV cache)",
+              name, state_.device_id);
 }
 
-bool DeviceCall::finish_in_place(size_t k, executorch::aten::Tensor& input, executorch::aten::Tensor* write_back,
-                                 size_t bytes, const char* name) {
+Error DeviceCall::finish_in_place(size_t k, executorch::aten::Tensor& input, executorch::aten::Tensor* write_back,
+                                  size_t bytes, const char* name) {
   if (!state_.device) {
     finish_in_place_host(state_, k, input, write_back, bytes);
-    return true;
+    return Error::Ok;
   }
-  if (bytes == 0) return true;
+  if (bytes == 0) return Error::Ok;
   void* data = input.mutable_data_ptr();
   cudaError_t status = cudaSuccess;
   // A misaligned device input was staged on the device: the engine updated the staging buffer.
@@ -396,16 +369,15 @@ bool DeviceCall::finish_in_place(size_t k, executorch::aten::Tensor& input, exec
     if (placement == Placement::kHost || placement == Placement::kPinnedHost) host_memory_in_flight_ = true;
     status = cudaMemcpyAsync(write_back->mutable_data_ptr(), data, bytes, cudaMemcpyDefault, as_stream(stream_));
   }
-  if (status != cudaSuccess) {
-    report_error(delegate_, "copying the in-place update of input '%s' (%zu bytes) failed (cudaMemcpyAsync): %s", name,
-                 bytes, cuda_text(status).c_str());
-    return false;
-  }
-  return true;
+  if (status != cudaSuccess)
+    return fail(why_, Error::Internal,
+                "copying the in-place update of input '%s' (%zu bytes) failed (cudaMemcpyAsync): %s", name, bytes,
+                cuda_text(status).c_str());
+  return Error::Ok;
 }
 
-bool DeviceCall::enqueue(engine::ExecutionContext& context, GraphSet* graphs, bool steady, int32_t profile,
-                         const std::vector<Shape>& shapes, const std::vector<void*>& addresses) {
+Error DeviceCall::enqueue(engine::ExecutionContext& context, GraphSet* graphs, bool steady, int32_t profile,
+                          const std::vector<Shape>& shapes, const std::vector<void*>& addresses) {
   // Only on the caller's own stream: the legacy stream cannot be captured, and without a caller stream every
   // execution waits for its work before returning anyway.
   const bool use_graphs = graphs != nullptr && state_.device && !state_.graphs_failed && caller_stream_ &&
@@ -415,12 +387,13 @@ bool DeviceCall::enqueue(engine::ExecutionContext& context, GraphSet* graphs, bo
     for (GraphSet::Entry& e : graphs->entries)
       if (same_key(e, profile, shapes, addresses)) entry = &e;
     if (entry == nullptr) {
-      std::string why;
-      cudaGraphExec_t exec = capture(context, as_stream(stream_), &why);
+      // Only logged: execution goes on without graphs, so the reason stays out of the caller's `why`.
+      Diagnostic capture_why;
+      cudaGraphExec_t exec = capture(context, as_stream(stream_), capture_why);
       if (exec == nullptr) {
         state_.graphs_failed = true;
         ET_LOG(Info, "TensorRT delegate %s: CUDA graphs turned off for good, enqueueing plainly: %s", delegate_,
-               why.c_str());
+               capture_why.c_str());
       } else {
         // The least recently used slot (a free one has never been used).
         entry = &graphs->entries[0];
@@ -436,15 +409,14 @@ bool DeviceCall::enqueue(engine::ExecutionContext& context, GraphSet* graphs, bo
     if (entry != nullptr) {
       entry->last_use = ++graphs->clock;
       const cudaError_t status = cudaGraphLaunch(static_cast<cudaGraphExec_t>(entry->graph), as_stream(stream_));
-      if (status == cudaSuccess) return true;
-      report_error(delegate_, "replaying the CUDA graph of profile %d failed (cudaGraphLaunch): %s", profile,
-                   cuda_text(status).c_str());
-      return false;
+      if (status == cudaSuccess) return Error::Ok;
+      return fail(why_, Error::Internal, "replaying the CUDA graph of profile %d failed (cudaGraphLaunch): %s", profile,
+                  cuda_text(status).c_str());
     }
   }
-  if (context.enqueue(stream_)) return true;
-  report_error(delegate_, "the engine failed to run under profile %d: %s", profile, context.last_error());
-  return false;
+  const Error status = context.enqueue(stream_, why_);
+  if (status != Error::Ok) why_.prepend("the engine failed to run under profile %d: ", profile);
+  return status;
 }
 
 Error DeviceCall::end(Error status) {
@@ -465,14 +437,12 @@ Error DeviceCall::end(Error status) {
       call = "cudaEventSynchronize";
     }
   }
-  if (cuda != cudaSuccess) {
-    // A kernel fault surfaces here; the CUDA context is then unusable, and saying so beats a later mystery.
-    report_error(delegate_,
-                 "the device work of this execution failed (%s): %s. If that error is sticky (a kernel fault), "
-                 "the process's CUDA context is unusable: restart the process",
-                 call, cuda_text(cuda).c_str());
-    return Error::Internal;
-  }
+  // A kernel fault surfaces here; the CUDA context is then unusable, and saying so beats a later mystery.
+  if (cuda != cudaSuccess)
+    return fail(why_, Error::Internal,
+                "the device work of this execution failed (%s): %s. If that error is sticky (a kernel fault), the "
+                "process's CUDA context is unusable: restart the process",
+                call, cuda_text(cuda).c_str());
   return status;
 }
 

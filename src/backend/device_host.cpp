@@ -5,8 +5,8 @@
 #include <new>
 
 #include "backend/device.h"
-#include "backend/last_error.h"
 #include "backend/staging.h"
+#include "common/error.h"
 
 namespace etrt::backend {
 
@@ -20,24 +20,20 @@ void DeviceBuffer::release() {
   size_ = 0;
 }
 
-bool DeviceBuffer::allocate(engine::MemoryKind kind, size_t bytes, std::string* error) {
+Error DeviceBuffer::allocate(engine::MemoryKind kind, size_t bytes, Diagnostic& why) {
   release();
-  if (kind != engine::MemoryKind::kHost) {
-    *error = std::string("device memory requested, but ") + kNoCuda;
-    return false;
-  }
+  if (kind != engine::MemoryKind::kHost)
+    return fail(why, Error::NotSupported, "device memory requested, but %s", kNoCuda);
   kind_ = kind;
-  if (bytes == 0) return true;
+  if (bytes == 0) return Error::Ok;
   // 256-byte alignment matches what cudaMalloc gives, so host and device
   // engines see the same alignment guarantees.
   const size_t rounded = (bytes + 255) / 256 * 256;
   data_ = std::aligned_alloc(256, rounded);
-  if (data_ == nullptr) {
-    *error = "could not allocate " + std::to_string(bytes) + " bytes of engine scratch memory";
-    return false;
-  }
+  if (data_ == nullptr)
+    return fail(why, Error::MemoryAllocationFailed, "could not allocate %zu bytes of engine scratch memory", bytes);
   size_ = bytes;
-  return true;
+  return Error::Ok;
 }
 
 DeviceState::~DeviceState() = default;
@@ -46,18 +42,16 @@ bool memory_kind_supported(engine::MemoryKind kind) { return kind == engine::Mem
 
 DeviceGuard::~DeviceGuard() = default;
 
-bool DeviceGuard::activate(int64_t /*device_id*/, std::string* error, bool /*check_range*/) {
-  if (error != nullptr) *error = std::string("a CUDA device is needed, but ") + kNoCuda;
-  return false;
+Error DeviceGuard::activate(int64_t /*device_id*/, Diagnostic& why, bool /*check_range*/) {
+  return fail(why, Error::NotSupported, "a CUDA device is needed, but %s", kNoCuda);
 }
 
 engine::StreamHandle load_stream() { return nullptr; }
-bool finish_load_work(std::string* /*error*/) { return true; }
+Error finish_load_work(Diagnostic& /*why*/) { return Error::Ok; }
 
-bool prepare_device_state(DeviceState* /*state*/, int /*device_id*/, const std::vector<size_t>& /*staging_bytes*/,
-                          std::string* error) {
-  *error = kNoCuda;
-  return false;
+Error prepare_device_state(DeviceState* /*state*/, int /*device_id*/, const std::vector<size_t>& /*staging_bytes*/,
+                           Diagnostic& why) {
+  return fail(why, Error::NotSupported, "%s", kNoCuda);
 }
 
 void wait_for_in_flight(DeviceState& /*state*/) {}
@@ -65,34 +59,35 @@ void wait_for_in_flight(DeviceState& /*state*/) {}
 GraphSet::~GraphSet() = default;
 void prepare_graphs(DeviceState* /*state*/, size_t /*num_contexts*/, size_t /*num_inputs*/, size_t /*num_args*/) {}
 
-bool DeviceCall::enqueue(engine::ExecutionContext& context, GraphSet* /*graphs*/, bool /*steady*/, int32_t profile,
-                         const std::vector<Shape>& /*shapes*/, const std::vector<void*>& /*addresses*/) {
-  if (context.enqueue(stream_)) return true;
-  report_error(delegate_, "the engine failed to run under profile %d: %s", profile, context.last_error());
-  return false;
+Error DeviceCall::enqueue(engine::ExecutionContext& context, GraphSet* /*graphs*/, bool /*steady*/, int32_t profile,
+                          const std::vector<Shape>& /*shapes*/, const std::vector<void*>& /*addresses*/) {
+  const Error status = context.enqueue(stream_, why_);
+  if (status != Error::Ok) why_.prepend("the engine failed to run under profile %d: ", profile);
+  return status;
 }
 
-executorch::runtime::Error DeviceCall::begin() { return executorch::runtime::Error::Ok; }
-
-executorch::runtime::Error DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name,
-                                            void** address) {
-  return bind_host(state_, delegate_, k, tensor, is_input, name, address) ? executorch::runtime::Error::Ok
-                                                                          : executorch::runtime::Error::InvalidArgument;
+Error DeviceCall::begin() {
+  (void)delegate_;  // names the delegate in device_cuda.cpp's log lines; nothing here logs
+  return Error::Ok;
 }
 
-bool DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count) {
+Error DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name, void** address) {
+  return bind_host(state_, why_, k, tensor, is_input, name, address);
+}
+
+Error DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count) {
   copy_back_host(state_, tensors, first_output, count);
-  return true;
+  return Error::Ok;
 }
 
-bool DeviceCall::check_in_place(const executorch::aten::Tensor& /*input*/, const char* /*name*/) { return true; }
+Error DeviceCall::check_in_place(const executorch::aten::Tensor& /*input*/, const char* /*name*/) { return Error::Ok; }
 
-bool DeviceCall::finish_in_place(size_t k, executorch::aten::Tensor& input, executorch::aten::Tensor* write_back,
-                                 size_t bytes, const char* /*name*/) {
+Error DeviceCall::finish_in_place(size_t k, executorch::aten::Tensor& input, executorch::aten::Tensor* write_back,
+                                  size_t bytes, const char* /*name*/) {
   finish_in_place_host(state_, k, input, write_back, bytes);
-  return true;
+  return Error::Ok;
 }
 
-executorch::runtime::Error DeviceCall::end(executorch::runtime::Error status) { return status; }
+Error DeviceCall::end(Error status) { return status; }
 
 }  // namespace etrt::backend

@@ -20,73 +20,74 @@ const char* kind_name(RawOption::Kind kind) {
   return "?";
 }
 
-bool wrong_type(const RawOption& o, const char* want, std::string* error) {
-  *error = std::string("TensorRTBackend load option '") + o.key + "' must be a " + want + ", got a " +
-           kind_name(o.kind) + ".";
-  return false;
+Error wrong_type(const RawOption& o, const char* want, Diagnostic& why) {
+  return fail(why, Error::InvalidArgument, "TensorRTBackend load option '%s' must be a %s, got a %s.", o.key, want,
+              kind_name(o.kind));
 }
 
 }  // namespace
 
-bool apply_load_option(const RawOption& o, LoadOptions* options, std::string* error) {
+Error apply_load_option(const RawOption& o, LoadOptions* options, Diagnostic& why) {
   if (std::strcmp(o.key, kOptionAutoSelect) == 0) {
-    if (o.kind != RawOption::Kind::kBool) return wrong_type(o, "bool", error);
+    if (o.kind != RawOption::Kind::kBool) return wrong_type(o, "bool", why);
     options->auto_select = o.bool_value ? 1 : 0;
-    return true;
+    return Error::Ok;
   }
   if (std::strcmp(o.key, kOptionAutoPolicy) == 0) {
-    if (o.kind != RawOption::Kind::kString) return wrong_type(o, "string", error);
+    if (o.kind != RawOption::Kind::kString) return wrong_type(o, "string", why);
     if (std::strcmp(o.string_value, kPolicyStickyFirstFit) == 0) {
       options->auto_policy = AutoPolicy::kStickyFirstFit;
     } else if (std::strcmp(o.string_value, kPolicyFirstFit) == 0) {
       options->auto_policy = AutoPolicy::kFirstFit;
     } else {
-      *error = std::string("TensorRTBackend load option '") + kOptionAutoPolicy + "' is '" + o.string_value +
-               "'; use '" + kPolicyStickyFirstFit + "' or '" + kPolicyFirstFit + "'.";
-      return false;
+      return fail(why, Error::InvalidArgument, "TensorRTBackend load option '%s' is '%s'; use '%s' or '%s'.",
+                  kOptionAutoPolicy, o.string_value, kPolicyStickyFirstFit, kPolicyFirstFit);
     }
-    return true;
+    return Error::Ok;
   }
   if (std::strcmp(o.key, kOptionProfileStrategy) == 0) {
-    if (o.kind != RawOption::Kind::kString) return wrong_type(o, "string", error);
+    if (o.kind != RawOption::Kind::kString) return wrong_type(o, "string", why);
     if (std::strcmp(o.string_value, kStrategySwitch) == 0) {
       options->strategy = ProfileStrategy::kSwitch;
     } else if (std::strcmp(o.string_value, kStrategyContextPerProfile) == 0) {
       options->strategy = ProfileStrategy::kContextPerProfile;
     } else {
-      *error = std::string("TensorRTBackend load option '") + kOptionProfileStrategy + "' is '" + o.string_value +
-               "'; use '" + kStrategySwitch + "' or '" + kStrategyContextPerProfile + "'.";
-      return false;
+      return fail(why, Error::InvalidArgument, "TensorRTBackend load option '%s' is '%s'; use '%s' or '%s'.",
+                  kOptionProfileStrategy, o.string_value, kStrategySwitch, kStrategyContextPerProfile);
     }
-    return true;
+    return Error::Ok;
   }
   if (std::strcmp(o.key, kOptionCudaGraphs) == 0) {
-    if (o.kind != RawOption::Kind::kBool) return wrong_type(o, "bool", error);
+    if (o.kind != RawOption::Kind::kBool) return wrong_type(o, "bool", why);
     options->cuda_graphs = o.bool_value;
-    return true;
+    return Error::Ok;
   }
   if (std::strcmp(o.key, kOptionWeightStreamingBudget) == 0) {
     if (o.kind == RawOption::Kind::kInt && o.int_value >= 0) {
       options->weight_streaming_budget = o.int_value;
-      return true;
+      return Error::Ok;
     }
     if (o.kind == RawOption::Kind::kString) {
       const size_t length = std::strlen(o.string_value);
-      if (length == 0) return true;  // unset: the caller logs that it was ignored
-      if (parse_byte_count(o.string_value, length, &options->weight_streaming_budget)) return true;
+      if (length == 0) return Error::Ok;  // unset: the caller logs that it was ignored
+      if (parse_byte_count(o.string_value, length, &options->weight_streaming_budget)) return Error::Ok;
     }
-    *error = std::string("TensorRTBackend load option '") + kOptionWeightStreamingBudget +
-             "' must be a non-negative int or a string of decimal digits (bytes), got " +
-             (o.kind == RawOption::Kind::kString ? "'" + std::string(o.string_value) + "'"
-              : o.kind == RawOption::Kind::kInt  ? std::to_string(o.int_value)
-                                                 : std::string("a bool")) +
-             ".";
-    return false;
+    (void)fail(why, Error::InvalidArgument,
+               "TensorRTBackend load option '%s' must be a non-negative int or a string of decimal digits (bytes), "
+               "got ",
+               kOptionWeightStreamingBudget);
+    if (o.kind == RawOption::Kind::kString) {
+      why.append("'%s'.", o.string_value);
+    } else if (o.kind == RawOption::Kind::kInt) {
+      why.append("%d.", o.int_value);
+    } else {
+      why.append("a bool.");
+    }
+    return Error::InvalidArgument;
   }
-  *error = std::string("TensorRTBackend has no load option '") + o.key + "'; known options: " + kOptionAutoSelect +
-           ", " + kOptionAutoPolicy + ", " + kOptionProfileStrategy + ", " + kOptionWeightStreamingBudget + ", " +
-           kOptionCudaGraphs + ".";
-  return false;
+  return fail(why, Error::InvalidArgument, "TensorRTBackend has no load option '%s'; known options: %s, %s, %s, %s, %s.",
+              o.key, kOptionAutoSelect, kOptionAutoPolicy, kOptionProfileStrategy, kOptionWeightStreamingBudget,
+              kOptionCudaGraphs);
 }
 
 bool parse_byte_count(const char* text, size_t length, int64_t* bytes) {
@@ -103,18 +104,24 @@ bool parse_byte_count(const char* text, size_t length, int64_t* bytes) {
   return true;
 }
 
-bool apply_weight_streaming_spec(const void* value, size_t length, LoadOptions* options, std::string* error) {
+Error apply_weight_streaming_spec(const void* value, size_t length, LoadOptions* options, Diagnostic& why) {
   int64_t bytes = 0;
   if (!parse_byte_count(static_cast<const char*>(value), length, &bytes)) {
-    std::string shown(static_cast<const char*>(value), value != nullptr && length <= 64 ? length : 0);
-    *error = std::string("the '") + kOptionWeightStreamingBudget + "' compile spec " +
-             (shown.empty() && length > 0 ? "(" + std::to_string(length) + " bytes)" : "'" + shown + "'") +
-             " is not a byte count: it must be one or more decimal digits, at most 9223372036854775807; re-export "
-             "with a valid budget";
-    return false;
+    // The value itself when it is short enough to quote, else its length.
+    const bool quote = value != nullptr && length <= 64;
+    (void)fail(why, Error::InvalidArgument, "the '%s' compile spec ", kOptionWeightStreamingBudget);
+    if (quote || length == 0) {
+      why.append("'%.*s'", quote ? static_cast<int>(length) : 0, quote ? static_cast<const char*>(value) : "");
+    } else {
+      why.append("(%zu bytes)", length);
+    }
+    why.append(
+        " is not a byte count: it must be one or more decimal digits, at most 9223372036854775807; re-export with a "
+        "valid budget");
+    return Error::InvalidArgument;
   }
   if (options->weight_streaming_budget < 0) options->weight_streaming_budget = bytes;
-  return true;
+  return Error::Ok;
 }
 
 }  // namespace etrt::backend

@@ -4,8 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
+#include "common/error.h"
 #include "etrt/profile_guard.h"
 
 namespace etrt::backend {
@@ -45,17 +45,17 @@ struct RawOption {
 };
 
 // Applies `option` to `options`. Unknown keys are refused so that a typo in a
-// runner does not silently fall back to defaults; returns false with `error`.
-[[nodiscard]] bool apply_load_option(const RawOption& option, LoadOptions* options, std::string* error);
+// runner does not silently fall back to defaults: InvalidArgument, as is a value of the wrong type or out of range.
+[[nodiscard]] Error apply_load_option(const RawOption& option, LoadOptions* options, Diagnostic& why);
 
 // A byte count as the weight_streaming_budget compile spec and string load option carry it: one or more ASCII
 // decimal digits, nothing else, at most INT64_MAX. `text` need not be NUL-terminated.
 [[nodiscard]] bool parse_byte_count(const char* text, size_t length, int64_t* bytes);
 
 // Applies the weight_streaming_budget compile spec (`value`, `length` bytes) unless a load option already set the
-// budget (load options override compile specs). False with `error` when the value is malformed.
-[[nodiscard]] bool apply_weight_streaming_spec(const void* value, size_t length, LoadOptions* options,
-                                               std::string* error);
+// budget (load options override compile specs). InvalidArgument when the value is malformed.
+[[nodiscard]] Error apply_weight_streaming_spec(const void* value, size_t length, LoadOptions* options,
+                                                Diagnostic& why);
 
 // Process-wide default load options, set through the C ABI (etrt/c_api.h, etrt_set_default_load_option_*) by
 // runtimes that pass no load options of their own (ExecuTorch's Python API). Applies them to `options`, in the order

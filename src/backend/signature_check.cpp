@@ -22,23 +22,22 @@ bool same(const std::vector<int64_t>& dims, const Shape& s) {
 
 }  // namespace
 
-bool check_signature(const blob::ProfileSignature& signature, const profile::ProfileTable& table,
-                     const std::vector<IoSlot>& inputs, std::string* error) {
-  const std::string fix =
-      "; the blob and its engine disagree: re-export the model, or re-pack the engine with its "
-      "own profiles";
+Error check_signature(const blob::ProfileSignature& signature, const profile::ProfileTable& table,
+                      const std::vector<IoSlot>& inputs, Diagnostic& why) {
+  static constexpr char kFix[] =
+      "; the blob and its engine disagree: re-export the model, or re-pack the engine with its own profiles";
   if (signature.num_profiles != table.num_profiles()) {
-    *error = "the blob's profile signature declares " + std::to_string(signature.num_profiles) +
-             " profiles, but the engine has " + std::to_string(table.num_profiles()) + fix;
-    return false;
+    return fail(why, Error::InvalidProgram,
+                "the blob's profile signature declares %d profiles, but the engine has %d%s", signature.num_profiles,
+                table.num_profiles(), kFix);
   }
   const NameIndex by_name = index_names(inputs);
   for (const blob::SignatureInput& input : signature.inputs) {
     const int32_t index = find_name(by_name, input.name);
     if (index < 0) {
-      *error = "the blob's profile signature names input '" + escape_name(input.name) +
-               "', which the engine does not have" + fix;
-      return false;
+      return fail(why, Error::InvalidProgram,
+                  "the blob's profile signature names input '%s', which the engine does not have%s",
+                  escape_name(input.name).c_str(), kFix);
     }
     for (int32_t p = 0; p < table.num_profiles(); ++p) {
       const blob::ProfileBounds& declared = input.profiles[static_cast<size_t>(p)];
@@ -51,15 +50,15 @@ bool check_signature(const blob::ProfileSignature& signature, const profile::Pro
           {"min", declared.min, actual.min}, {"opt", declared.opt, actual.opt}, {"max", declared.max, actual.max}};
       for (const auto& c : checks) {
         if (!same(c.declared, c.actual)) {
-          *error = "the blob's profile signature gives input '" + escape_name(input.name) + "' a profile " +
-                   std::to_string(p) + " " + c.what + " of " + text(c.declared) + ", but the engine's is " +
-                   text(c.actual) + fix;
-          return false;
+          return fail(why, Error::InvalidProgram,
+                      "the blob's profile signature gives input '%s' a profile %d %s of %s, but the engine's is %s%s",
+                      escape_name(input.name).c_str(), p, c.what, text(c.declared).c_str(), text(c.actual).c_str(),
+                      kFix);
         }
       }
     }
   }
-  return true;
+  return Error::Ok;
 }
 
 }  // namespace etrt::backend

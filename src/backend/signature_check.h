@@ -4,17 +4,18 @@
 // (what they are). A disagreement means the blob and engine were mixed up,
 // and index i would not mean what the exporter validated it to mean.
 
-#include <string>
 #include <vector>
 
-#include "backend/delegate_state.h"
+#include "backend/io_slot.h"
 #include "blob/metadata.h"
+#include "common/error.h"
 #include "profile/profile_table.h"
 
 namespace etrt::backend {
 
 // `inputs` are the delegate's inputs, in the table's order (ProfileTable's names are for messages).
-[[nodiscard]] bool check_signature(const blob::ProfileSignature& signature, const profile::ProfileTable& table,
-                                   const std::vector<IoSlot>& inputs, std::string* error);
+// InvalidProgram, naming the first disagreement, when they differ.
+[[nodiscard]] Error check_signature(const blob::ProfileSignature& signature, const profile::ProfileTable& table,
+                                    const std::vector<IoSlot>& inputs, Diagnostic& why);
 
 }  // namespace etrt::backend

@@ -3,57 +3,55 @@
 #include <cstdint>
 #include <cstring>
 
-#include "backend/last_error.h"
-
 namespace etrt::backend {
 
-bool make_staging_buffers(DeviceState* state, engine::MemoryKind kind, const std::vector<size_t>& staging_bytes,
-                          std::string* error) {
+Error make_staging_buffers(DeviceState* state, engine::MemoryKind kind, const std::vector<size_t>& staging_bytes,
+                           Diagnostic& why) {
   state->staging.clear();
   state->staging.reserve(staging_bytes.size());
   for (size_t k = 0; k < staging_bytes.size(); ++k) {
     state->staging.emplace_back();
-    if (!state->staging.back().allocate(kind, staging_bytes[k], error)) {
-      *error = "staging buffer for delegate argument " + std::to_string(k) + ": " + *error;
-      return false;
+    const Error status = state->staging.back().allocate(kind, staging_bytes[k], why);
+    if (status != Error::Ok) {
+      why.prepend("staging buffer for delegate argument %zu: ", k);
+      return status;
     }
   }
   state->staged.assign(staging_bytes.size(), 0);
-  return true;
+  return Error::Ok;
 }
 
-bool fits_staging(const DeviceState& state, const char* delegate, size_t k, size_t bytes, const char* role,
-                  const char* name, const char* instead) {
+Error fits_staging(const DeviceState& state, Diagnostic& why, size_t k, size_t bytes, const char* role,
+                   const char* name, const char* instead) {
   const size_t capacity = state.staging[k].size();
-  if (bytes <= capacity) return true;
-  report_error(delegate,
-               "%s '%s' needs %zu bytes, more than the %zu bytes etrt staged for it at load (its size at every "
-               "profile's largest input shapes); pass it in %s",
-               role, name, bytes, capacity, instead);
-  return false;
+  if (bytes <= capacity) return Error::Ok;
+  return fail(why, Error::InvalidArgument,
+              "%s '%s' needs %zu bytes, more than the %zu bytes etrt staged for it at load (its size at every "
+              "profile's largest input shapes); pass it in %s",
+              role, name, bytes, capacity, instead);
 }
 
-bool prepare_host_staging(DeviceState* state, const std::vector<size_t>& staging_bytes, std::string* error) {
-  return make_staging_buffers(state, engine::MemoryKind::kHost, staging_bytes, error);
+Error prepare_host_staging(DeviceState* state, const std::vector<size_t>& staging_bytes, Diagnostic& why) {
+  return make_staging_buffers(state, engine::MemoryKind::kHost, staging_bytes, why);
 }
 
-bool bind_host(DeviceState& state, const char* delegate, size_t k, executorch::aten::Tensor& tensor, bool is_input,
-               const char* name, void** address) {
+Error bind_host(DeviceState& state, Diagnostic& why, size_t k, executorch::aten::Tensor& tensor, bool is_input,
+                const char* name, void** address) {
   void* data = tensor.mutable_data_ptr();
   state.staged[k] = 0;
   if (reinterpret_cast<uintptr_t>(data) % engine::kIoAddressAlignment == 0) {
     *address = data;
-    return true;
+    return Error::Ok;
   }
   const size_t bytes = tensor.nbytes();
-  if (!fits_staging(state, delegate, k, bytes, is_input ? "input" : "output", name,
-                    "256-byte-aligned memory instead, which is bound in place"))
-    return false;
+  const Error fits = fits_staging(state, why, k, bytes, is_input ? "input" : "output", name,
+                                  "256-byte-aligned memory instead, which is bound in place");
+  if (fits != Error::Ok) return fits;
   void* staging = state.staging[k].data();
   if (is_input && bytes > 0) std::memcpy(staging, data, bytes);
   state.staged[k] = 1;
   *address = staging;
-  return true;
+  return Error::Ok;
 }
 
 void copy_back_host(DeviceState& state, executorch::aten::Tensor* const* tensors, size_t first_output, size_t count) {

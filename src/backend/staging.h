@@ -8,32 +8,33 @@
 // pieces both builds share are here; no CUDA.
 
 #include <cstddef>
-#include <string>
 #include <vector>
 
 #include <executorch/runtime/core/exec_aten/exec_aten.h>
 
 #include "backend/device.h"
+#include "common/error.h"
 #include "engine/engine.h"
 
 namespace etrt::backend {
 
-// Makes one buffer of `kind` per delegate argument, `staging_bytes[k]` each, and clears the staged flags.
-[[nodiscard]] bool make_staging_buffers(DeviceState* state, engine::MemoryKind kind,
-                                        const std::vector<size_t>& staging_bytes, std::string* error);
+// Makes one buffer of `kind` per delegate argument, `staging_bytes[k]` each, and clears the staged flags. A failure
+// is DeviceBuffer::allocate's, its reason prefixed with the argument.
+[[nodiscard]] Error make_staging_buffers(DeviceState* state, engine::MemoryKind kind,
+                                         const std::vector<size_t>& staging_bytes, Diagnostic& why);
 
-// True when argument `k` (`bytes` long) fits its staging buffer; otherwise reports, naming the argument and
-// `instead` (the memory the caller can pass to avoid staging, e.g. "device memory instead"), and returns false.
-[[nodiscard]] bool fits_staging(const DeviceState& state, const char* delegate, size_t k, size_t bytes,
-                                const char* role, const char* name, const char* instead);
+// Ok when argument `k` (`bytes` long) fits its staging buffer; otherwise InvalidArgument, the reason naming the
+// argument and `instead` (the memory the caller can pass to avoid staging, e.g. "device memory instead").
+[[nodiscard]] Error fits_staging(const DeviceState& state, Diagnostic& why, size_t k, size_t bytes, const char* role,
+                                 const char* name, const char* instead);
 
 // Host engines: the staging buffers, in host memory.
-[[nodiscard]] bool prepare_host_staging(DeviceState* state, const std::vector<size_t>& staging_bytes,
-                                        std::string* error);
+[[nodiscard]] Error prepare_host_staging(DeviceState* state, const std::vector<size_t>& staging_bytes, Diagnostic& why);
 
-// The address a host engine gets for argument `k`; inputs that need staging are copied now.
-[[nodiscard]] bool bind_host(DeviceState& state, const char* delegate, size_t k, executorch::aten::Tensor& tensor,
-                             bool is_input, const char* name, void** address);
+// The address a host engine gets for argument `k`; inputs that need staging are copied now. InvalidArgument when
+// the argument outgrows its staging buffer.
+[[nodiscard]] Error bind_host(DeviceState& state, Diagnostic& why, size_t k, executorch::aten::Tensor& tensor,
+                              bool is_input, const char* name, void** address);
 
 // After the enqueue: copies staged outputs back into their tensors (null entries skipped).
 void copy_back_host(DeviceState& state, executorch::aten::Tensor* const* tensors, size_t first_output, size_t count);

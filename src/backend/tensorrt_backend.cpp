@@ -1,6 +1,7 @@
 // ExecuTorch glue: the BackendInterface registered as "TensorRTBackend".
-// Only the three lifecycle calls and the option calls live here; loading is in
-// delegate_loader.cpp and one execution in delegate_executor.cpp.
+// Only the three lifecycle calls and the option calls live here; the delegate
+// itself is backend/delegate.h (loading in delegate_loader.cpp, one execution
+// in delegate_executor.cpp).
 
 #include <atomic>
 #include <cstdio>
@@ -12,8 +13,7 @@
 #include <executorch/runtime/platform/log.h>
 
 #include "backend/counters.h"
-#include "backend/delegate_executor.h"
-#include "backend/delegate_loader.h"
+#include "backend/delegate.h"
 #include "backend/last_error.h"
 #include "backend/nvtx_range.h"
 #include "etrt/options.h"
@@ -36,7 +36,7 @@ using executorch::runtime::kMaxOptionValueLength;
 using executorch::runtime::Result;
 using executorch::runtime::Span;
 
-bool read_load_options(const BackendInitContext& context, LoadOptions* options, std::string* error) {
+Error read_load_options(const BackendInitContext& context, LoadOptions* options, Diagnostic& why) {
   apply_default_load_options(options);  // process-wide defaults (etrt/c_api.h); the runtime specs override them
   for (const BackendOption& option : context.runtime_specs()) {
     RawOption raw{option.key, RawOption::Kind::kBool, false, 0, ""};
@@ -51,25 +51,26 @@ bool read_load_options(const BackendInitContext& context, LoadOptions* options, 
       if (std::strcmp(option.key, kOptionWeightStreamingBudget) == 0 && s->front() == '\0')
         ET_LOG(Info, "TensorRTBackend load option '%s' is empty and was ignored", kOptionWeightStreamingBudget);
     }
-    if (!apply_load_option(raw, options, error)) return false;
+    const Error status = apply_load_option(raw, options, why);
+    if (status != Error::Ok) return status;
   }
-  return true;
+  return Error::Ok;
 }
 
 // The compile specs etrt reads: weight_streaming_budget, at most once. Profile choice is runtime state; nothing
 // about it is read from compile specs.
-bool read_compile_specs(ArrayRef<CompileSpec> specs, LoadOptions* options, std::string* error) {
+Error read_compile_specs(ArrayRef<CompileSpec> specs, LoadOptions* options, Diagnostic& why) {
   const CompileSpec* budget = nullptr;
   for (const CompileSpec& spec : specs) {
     if (spec.key == nullptr || std::strcmp(spec.key, kOptionWeightStreamingBudget) != 0) continue;
-    if (budget != nullptr) {
-      *error = std::string("the delegate carries the '") + kOptionWeightStreamingBudget +
-               "' compile spec twice; re-export with one budget";
-      return false;
-    }
+    if (budget != nullptr)
+      return fail(why, Error::InvalidArgument,
+                  "the delegate carries the '%s' compile spec twice; re-export with one budget",
+                  kOptionWeightStreamingBudget);
     budget = &spec;
   }
-  return budget == nullptr || apply_weight_streaming_spec(budget->value.buffer, budget->value.nbytes, options, error);
+  if (budget == nullptr) return Error::Ok;
+  return apply_weight_streaming_spec(budget->value.buffer, budget->value.nbytes, options, why);
 }
 
 class TensorRTBackend final : public executorch::runtime::BackendInterface {
@@ -85,44 +86,42 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
     std::snprintf(name, sizeof(name), "%s#%d", method, next_ordinal.fetch_add(1));
 
     LoadOptions options;
-    std::string error;
+    Diagnostic why;
     clear_last_error();
-    if (!read_load_options(context, &options, &error)) {
-      report_error(name, "%s", error.c_str());
+    if (read_load_options(context, &options, why) != Error::Ok) {
+      report_error(name, "%s", why.c_str());
       return Error::InvalidArgument;
     }
-    if (!read_compile_specs(compile_specs, &options, &error)) {
-      report_error(name, "%s", error.c_str());
+    // A compile spec is part of the program: ExecuTorch gets InvalidProgram, as for any blob refused at load.
+    if (read_compile_specs(compile_specs, &options, why) != Error::Ok) {
+      report_error(name, "%s", why.c_str());
       return Error::InvalidProgram;
     }
 
     // The handle lives in the method's runtime allocator, as ExecuTorch
     // expects; its destructor runs in destroy().
-    auto* state = context.get_runtime_allocator()->allocateInstance<DelegateState>();
-    if (state == nullptr) {
-      report_error(name, "the runtime allocator has no room for the delegate state (%zu bytes)", sizeof(DelegateState));
+    auto* delegate = context.get_runtime_allocator()->allocateInstance<Delegate>();
+    if (delegate == nullptr) {
+      report_error(name, "the runtime allocator has no room for the delegate (%zu bytes)", sizeof(Delegate));
       return Error::MemoryAllocationFailed;
     }
-    new (state) DelegateState();
-    std::memcpy(state->name, name, sizeof(name));
-    state->options = options;
-
-    if (!load_delegate(processed->data(), processed->size(), state, &error)) {
-      report_error(name, "%s", error.c_str());
-      destroy_delegate(state);
-      return Error::InvalidProgram;
+    new (delegate) Delegate(name, options);
+    if (delegate->load(processed->data(), processed->size(), why) != Error::Ok) {
+      report_error(name, "%s", why.c_str());
+      delegate->~Delegate();
+      return Error::InvalidProgram;  // whatever the step that failed: the program cannot run here as it is
     }
     // The engine holds its own copy now; give the program's copy back.
     processed->Free();
-    return state;
+    return delegate;
   }
 
   Error execute(BackendExecutionContext& /*context*/, DelegateHandle* handle, Span<EValue*> args) const override {
-    return execute_delegate(*static_cast<DelegateState*>(handle), args);
+    return static_cast<Delegate*>(handle)->execute(args);
   }
 
   void destroy(DelegateHandle* handle) const override {
-    if (handle != nullptr) destroy_delegate(static_cast<DelegateState*>(handle));
+    if (handle != nullptr) static_cast<Delegate*>(handle)->~Delegate();
   }
 
   Error get_option(BackendOptionContext& /*context*/, Span<BackendOption>& options) override {

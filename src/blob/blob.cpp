@@ -4,9 +4,11 @@
 
 #include "blob/blob.h"
 
+#include <cinttypes>
 #include <cstring>
 #include <limits>
 #include <new>
+#include <utility>
 
 #include "blob/metadata_reader.h"
 
@@ -22,12 +24,8 @@ constexpr size_t kReservedField = 24;
 // bytes match. Readers ignore the field.
 constexpr uint8_t kReserved[8] = {1, 0, 0, 0, 0, 0, 0, 0};
 
-constexpr const char* kReExport = "; the .pte is truncated or corrupt, re-export the model";
-
-bool fail(std::string* error, const std::string& message) {
-  if (error != nullptr) *error = "TensorRT blob: " + message;
-  return false;
-}
+// Every layout refusal ends with this advice; a format string, so it joins the message's literal.
+#define ETRT_RE_EXPORT "; the .pte is truncated or corrupt, re-export the model"
 
 // Little-endian regardless of the host, byte by byte.
 uint64_t read_le(const uint8_t* p, size_t n) {
@@ -57,70 +55,96 @@ std::string quote_magic(const uint8_t* p) {
   return s + "'";
 }
 
-bool parse_layout(const uint8_t* bytes, uint64_t size, ParsedBlob* out, uint64_t* metadata_offset,
-                  uint64_t* metadata_size, std::string* error) {
+Error parse_layout(const uint8_t* bytes, uint64_t size, ParsedBlob* out, uint64_t* metadata_offset,
+                   uint64_t* metadata_size, Diagnostic& why) {
   if (size < kHeaderSize)
-    return fail(error, "the delegate data is " + std::to_string(size) + " bytes, shorter than the " +
-                           std::to_string(kHeaderSize) + "-byte header" + kReExport);
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: the delegate data is %" PRIu64
+                " bytes, shorter than the %zu-byte header" ETRT_RE_EXPORT,
+                size, kHeaderSize);
   if (std::memcmp(bytes, kMagicTr01, 4) != 0 && std::memcmp(bytes, kMagicTr02, 4) != 0)
-    return fail(error, "magic is " + quote_magic(bytes) +
-                           ", expected 'TR01' or 'TR02'; this delegate data was not written by a TensorRT "
-                           "exporter or is corrupt, re-export the model");
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: magic is %s, expected 'TR01' or 'TR02'; this delegate data was not written by a "
+                "TensorRT exporter or is corrupt, re-export the model",
+                quote_magic(bytes).c_str());
   const uint64_t mo = read_le(bytes + kMetadataOffsetField, 4);
   const uint64_t ms = read_le(bytes + kMetadataSizeField, 4);
   const uint64_t eo = read_le(bytes + kEngineOffsetField, 4);
   const uint64_t es = read_le(bytes + kEngineSizeField, 8);
   if (mo < kHeaderSize)
-    return fail(error, "metadata_offset " + std::to_string(mo) + " points inside the " + std::to_string(kHeaderSize) +
-                           "-byte header" + kReExport);
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: metadata_offset %" PRIu64 " points inside the %zu-byte header" ETRT_RE_EXPORT, mo,
+                kHeaderSize);
   if (eo < kHeaderSize)
-    return fail(error, "engine_offset " + std::to_string(eo) + " points inside the " + std::to_string(kHeaderSize) +
-                           "-byte header" + kReExport);
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: engine_offset %" PRIu64 " points inside the %zu-byte header" ETRT_RE_EXPORT, eo,
+                kHeaderSize);
   if (eo % kEngineAlignment != 0)
-    return fail(error, "engine_offset " + std::to_string(eo) + " is not a multiple of " +
-                           std::to_string(kEngineAlignment) + " (TensorRT needs the engine 16-byte aligned)" +
-                           kReExport);
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: engine_offset %" PRIu64
+                " is not a multiple of %zu (TensorRT needs the engine 16-byte aligned)" ETRT_RE_EXPORT,
+                eo, kEngineAlignment);
   // mo and ms are u32, so mo + ms cannot overflow u64.
   if (mo + ms > size)
-    return fail(error, "metadata at offset " + std::to_string(mo) + " with size " + std::to_string(ms) +
-                           " ends at byte " + std::to_string(mo + ms) + ", past the end of the " +
-                           std::to_string(size) + "-byte blob" + kReExport);
-  if (es == 0) return fail(error, "engine_size is 0, the blob carries no engine" + std::string(kReExport));
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: metadata at offset %" PRIu64 " with size %" PRIu64 " ends at byte %" PRIu64
+                ", past the end of the %" PRIu64 "-byte blob" ETRT_RE_EXPORT,
+                mo, ms, mo + ms, size);
+  if (es == 0)
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: engine_size is 0, the blob carries no engine" ETRT_RE_EXPORT);
   if (eo > size || es > size - eo)
-    return fail(error, "engine at offset " + std::to_string(eo) + " with size " + std::to_string(es) +
-                           " runs past the end of the " + std::to_string(size) + "-byte blob" + kReExport);
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: engine at offset %" PRIu64 " with size %" PRIu64 " runs past the end of the %" PRIu64
+                "-byte blob" ETRT_RE_EXPORT,
+                eo, es, size);
   // Both regions are inside the buffer now, so their ends do not overflow.
   if (mo < eo + es && eo < mo + ms)
-    return fail(error, "metadata [" + std::to_string(mo) + ", " + std::to_string(mo + ms) + ") overlaps engine [" +
-                           std::to_string(eo) + ", " + std::to_string(eo + es) + ")" + kReExport);
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: metadata [%" PRIu64 ", %" PRIu64 ") overlaps engine [%" PRIu64 ", %" PRIu64
+                ")" ETRT_RE_EXPORT,
+                mo, mo + ms, eo, eo + es);
   out->magic.assign(reinterpret_cast<const char*>(bytes), 4);
   out->engine = bytes + eo;
   out->engine_size = es;
   *metadata_offset = mo;
   *metadata_size = ms;
-  return true;
+  return Error::Ok;
 }
+
+#undef ETRT_RE_EXPORT
 
 }  // namespace
 
-bool parse_blob(const void* data, size_t size, ParsedBlob* out, std::string* error) {
-  if (out == nullptr) return fail(error, "parse_blob needs somewhere to put the result (out is null)");
-  if (data == nullptr && size != 0) return fail(error, "the delegate data pointer is null");
+Error parse_blob(const void* data, size_t size, ParsedBlob* out, Diagnostic& why) {
+  if (out == nullptr)
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: parse_blob needs somewhere to put the result (out is null)");
+  if (data == nullptr && size != 0)
+    return fail(why, Error::InvalidArgument, "TensorRT blob: the delegate data pointer is null");
   const auto* bytes = static_cast<const uint8_t*>(data);
   uint64_t metadata_offset = 0, metadata_size = 0;
+  // Built aside and moved into *out only once everything passed: a refusal leaves *out as it was.
+  ParsedBlob parsed;
   try {
-    *out = ParsedBlob{};
-    if (!parse_layout(bytes, size, out, &metadata_offset, &metadata_size, error)) return false;
+    const Error layout = parse_layout(bytes, size, &parsed, &metadata_offset, &metadata_size, why);
+    if (layout != Error::Ok) return layout;
   } catch (const std::bad_alloc&) {
-    return fail(error, "ran out of memory reading the blob header");
+    return fail(why, Error::MemoryAllocationFailed, "TensorRT blob: ran out of memory reading the blob header");
   }
-  return detail::decode_metadata(reinterpret_cast<const char*>(bytes + metadata_offset),
-                                 static_cast<size_t>(metadata_size), metadata_offset, &out->metadata, error);
+  const Error decoded =
+      detail::decode_metadata(reinterpret_cast<const char*>(bytes + metadata_offset),
+                              static_cast<size_t>(metadata_size), metadata_offset, &parsed.metadata, why);
+  if (decoded != Error::Ok) return decoded;
+  *out = std::move(parsed);
+  return Error::Ok;
 }
 
 std::vector<uint8_t> write_blob(const Metadata& metadata, const void* engine, size_t engine_size) {
   try {
-    if (engine == nullptr || engine_size == 0 || !validate_metadata(metadata, nullptr)) return {};
+    if (engine == nullptr || engine_size == 0) return {};
+    Diagnostic ignored;  // the caller asks validate_metadata for the reason
+    if (validate_metadata(metadata, ignored) != Error::Ok) return {};
     const std::string json = metadata_to_json(metadata);
     const uint64_t engine_offset =
         (kHeaderSize + json.size() + kEngineAlignment - 1) / kEngineAlignment * kEngineAlignment;

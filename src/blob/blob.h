@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "blob/metadata.h"
+#include "common/error.h"
 
 namespace etrt::blob {
 
@@ -38,14 +39,14 @@ struct ParsedBlob {
 };
 
 // Reads a blob. Never throws and never reads outside [data, data + size).
-// On failure returns false, leaves *out unspecified and sets *error (when
-// non-null) to a message starting "TensorRT blob: " that says what was wrong,
-// with the numbers, and what to do.
-[[nodiscard]] bool parse_blob(const void* data, size_t size, ParsedBlob* out, std::string* error);
+// On success fills *out and returns Ok. On failure leaves *out untouched, writes a message starting
+// "TensorRT blob: " into `why` that says what was wrong, with the numbers, and what to do, and returns
+// InvalidArgument (the blob is malformed), MemoryAllocationFailed (memory ran out decoding it) or Internal.
+[[nodiscard]] Error parse_blob(const void* data, size_t size, ParsedBlob* out, Diagnostic& why);
 
 // Decodes and validates the metadata JSON alone (what parse_blob does after
 // the header checks). Same error contract as parse_blob.
-[[nodiscard]] bool parse_metadata_json(const char* json, size_t size, Metadata* out, std::string* error);
+[[nodiscard]] Error parse_metadata_json(const char* json, size_t size, Metadata* out, Diagnostic& why);
 
 // The compact JSON text the writer embeds: Python's
 // json.dumps(..., separators=(",", ":")) byte for byte, so non-ASCII and

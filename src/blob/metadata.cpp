@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cinttypes>
 #include <string_view>
 #include <unordered_map>
 
@@ -14,13 +15,6 @@ namespace {
 // TensorRT's Dims holds at most 8 dimensions (etrt::kMaxRank).
 constexpr size_t kMaxSignatureRank = 8;
 
-bool fail(std::string* error, const std::string& message) {
-  if (error != nullptr) *error = "TensorRT blob: " + message;
-  return false;
-}
-
-std::string at(const char* array, size_t index) { return std::string(array) + "[" + std::to_string(index) + "]"; }
-
 // A name from the blob, quoted for a message with its control characters escaped.
 std::string quoted(const std::string& name) { return "'" + detail::escape_name(name) + "'"; }
 
@@ -32,141 +26,175 @@ const IoBinding* find_binding(const BindingIndex& index, const std::string& name
   return it == index.end() ? nullptr : it->second;
 }
 
-bool validate_limits(const Metadata& m, std::string* error) {
+Error validate_limits(const Metadata& m, Diagnostic& why) {
   if (m.io_bindings.size() > kMaxIoBindings)
-    return fail(error, detail::too_many_entries("io_bindings", m.io_bindings.size(), kMaxIoBindings));
+    return fail(why, Error::InvalidArgument, "TensorRT blob: %s",
+                detail::too_many_entries("io_bindings", m.io_bindings.size(), kMaxIoBindings).c_str());
   if (m.aliased_io.size() > kMaxAliases)
-    return fail(error, detail::too_many_entries("aliased_io", m.aliased_io.size(), kMaxAliases));
-  if (!m.profile_signature) return true;
+    return fail(why, Error::InvalidArgument, "TensorRT blob: %s",
+                detail::too_many_entries("aliased_io", m.aliased_io.size(), kMaxAliases).c_str());
+  if (!m.profile_signature) return Error::Ok;
   const ProfileSignature& sig = *m.profile_signature;
   if (sig.inputs.size() > kMaxIoBindings)
-    return fail(error, detail::too_many_entries("profile_signature.inputs", sig.inputs.size(), kMaxIoBindings));
+    return fail(why, Error::InvalidArgument, "TensorRT blob: %s",
+                detail::too_many_entries("profile_signature.inputs", sig.inputs.size(), kMaxIoBindings).c_str());
   if (sig.symbolic_dims.size() > kMaxSymbolicDims)
-    return fail(
-        error, detail::too_many_entries("profile_signature.symbolic_dims", sig.symbolic_dims.size(), kMaxSymbolicDims));
-  return true;
+    return fail(why, Error::InvalidArgument, "TensorRT blob: %s",
+                detail::too_many_entries("profile_signature.symbolic_dims", sig.symbolic_dims.size(), kMaxSymbolicDims)
+                    .c_str());
+  return Error::Ok;
 }
 
 // Every string field in the order the JSON holds it, so the first bad one is
 // the one reported: name-like strings at most kMaxNameLength bytes, every
 // string valid UTF-8. Only the writer can meet invalid UTF-8: the JSON parser
 // refuses it on read. Paths are spelled out only for a message.
-bool validate_strings(const Metadata& m, std::string* error) {
+Error validate_strings(const Metadata& m, Diagnostic& why) {
+  // `path` returns the field's path as a std::string, called only to write a refusal.
   const auto check = [&](const std::string& value, auto path) {
-    return detail::is_valid_utf8(value) || fail(error, path() + " is not valid UTF-8; re-export the model");
+    if (detail::is_valid_utf8(value)) return Error::Ok;
+    return fail(why, Error::InvalidArgument, "TensorRT blob: %s is not valid UTF-8; re-export the model",
+                path().c_str());
   };
   const auto name = [&](const std::string& value, auto path) {
     if (value.size() > kMaxNameLength)
-      return fail(error, path() + " is " + std::to_string(value.size()) + " bytes long, above the limit of " +
-                             std::to_string(kMaxNameLength) + "; re-export the model");
+      return fail(why, Error::InvalidArgument,
+                  "TensorRT blob: %s is %zu bytes long, above the limit of %zu; re-export the model", path().c_str(),
+                  value.size(), kMaxNameLength);
     return check(value, path);
+  };
+  const auto at = [](const char* prefix, const char* array, size_t index, const char* field) {
+    return std::string(prefix) + array + "[" + std::to_string(index) + "]" + field;
   };
   for (size_t i = 0; i < m.io_bindings.size(); ++i) {
     const IoBinding& b = m.io_bindings[i];
-    if (!name(b.name, [&] { return at("io_bindings", i) + ".name"; }) ||
-        !name(b.dtype, [&] { return at("io_bindings", i) + ".dtype"; }))
-      return false;
+    if (const Error e = name(b.name, [&] { return at("", "io_bindings", i, ".name"); }); e != Error::Ok) return e;
+    if (const Error e = name(b.dtype, [&] { return at("", "io_bindings", i, ".dtype"); }); e != Error::Ok) return e;
   }
   for (size_t i = 0; i < m.aliased_io.size(); ++i) {
     const AliasedIo& a = m.aliased_io[i];
-    if (!name(a.output, [&] { return at("aliased_io", i) + ".output"; }) ||
-        !name(a.input, [&] { return at("aliased_io", i) + ".input"; }) ||
-        !name(a.kind, [&] { return at("aliased_io", i) + ".kind"; }))
-      return false;
+    if (const Error e = name(a.output, [&] { return at("", "aliased_io", i, ".output"); }); e != Error::Ok) return e;
+    if (const Error e = name(a.input, [&] { return at("", "aliased_io", i, ".input"); }); e != Error::Ok) return e;
+    if (const Error e = name(a.kind, [&] { return at("", "aliased_io", i, ".kind"); }); e != Error::Ok) return e;
   }
-  if (!check(m.serialized_metadata, [] { return std::string("serialized_metadata"); }) ||
-      !check(m.target_platform, [] { return std::string("target_platform"); }))
-    return false;
-  if (!m.profile_signature) return true;
+  if (const Error e = check(m.serialized_metadata, [] { return std::string("serialized_metadata"); }); e != Error::Ok)
+    return e;
+  if (const Error e = check(m.target_platform, [] { return std::string("target_platform"); }); e != Error::Ok) return e;
+  if (!m.profile_signature) return Error::Ok;
   const ProfileSignature& sig = *m.profile_signature;
   for (size_t i = 0; i < sig.inputs.size(); ++i)
-    if (!name(sig.inputs[i].name, [&] { return "profile_signature." + at("inputs", i) + ".name"; })) return false;
+    if (const Error e = name(sig.inputs[i].name, [&] { return at("profile_signature.", "inputs", i, ".name"); });
+        e != Error::Ok)
+      return e;
   for (size_t i = 0; i < sig.symbolic_dims.size(); ++i) {
     const SymbolicDim& d = sig.symbolic_dims[i];
-    if (!name(d.name, [&] { return "profile_signature." + at("symbolic_dims", i) + ".name"; }) ||
-        !name(d.input, [&] { return "profile_signature." + at("symbolic_dims", i) + ".input"; }))
-      return false;
+    if (const Error e = name(d.name, [&] { return at("profile_signature.", "symbolic_dims", i, ".name"); });
+        e != Error::Ok)
+      return e;
+    if (const Error e = name(d.input, [&] { return at("profile_signature.", "symbolic_dims", i, ".input"); });
+        e != Error::Ok)
+      return e;
   }
-  return true;
+  return Error::Ok;
 }
 
 // Inputs and outputs may interleave: the delegate's arguments are the inputs in their listed order, then the
 // outputs in theirs. Fills `index` with every binding by name.
-bool validate_bindings(const Metadata& m, BindingIndex* index, std::string* error) {
+Error validate_bindings(const Metadata& m, BindingIndex* index, Diagnostic& why) {
   const std::vector<IoBinding>& bindings = m.io_bindings;
   std::unordered_map<std::string_view, size_t> first;
   first.reserve(bindings.size());
   for (size_t i = 0; i < bindings.size(); ++i) {
     const IoBinding& b = bindings[i];
     if (b.name.empty())
-      return fail(error, at("io_bindings", i) +
-                             ".name is empty; every engine input and output needs its TensorRT tensor name, "
-                             "re-export the model");
+      return fail(why, Error::InvalidArgument,
+                  "TensorRT blob: io_bindings[%zu].name is empty; every engine input and output needs its TensorRT "
+                  "tensor name, re-export the model",
+                  i);
     if (b.name.find('\0') != std::string::npos)
-      return fail(error, at("io_bindings", i) + ".name " + quoted(b.name) +
-                             " contains a NUL byte; TensorRT tensor names are C strings, so no engine tensor has "
-                             "this name, re-export the model");
+      return fail(
+          why, Error::InvalidArgument,
+          "TensorRT blob: io_bindings[%zu].name %s contains a NUL byte; TensorRT tensor names are C strings, so "
+          "no engine tensor has this name, re-export the model",
+          i, quoted(b.name).c_str());
     const auto [it, fresh] = first.emplace(b.name, i);
     if (!fresh)
-      return fail(error, at("io_bindings", it->second) + " and " + at("io_bindings", i) + " are both named " +
-                             quoted(b.name) + "; binding names must be unique, re-export the model");
+      return fail(
+          why, Error::InvalidArgument,
+          "TensorRT blob: io_bindings[%zu] and io_bindings[%zu] are both named %s; binding names must be unique, "
+          "re-export the model",
+          it->second, i, quoted(b.name).c_str());
     index->emplace(b.name, &b);
   }
-  return true;
+  return Error::Ok;
 }
 
-bool validate_aliases(const Metadata& m, const BindingIndex& index, std::string* error) {
+Error validate_aliases(const Metadata& m, const BindingIndex& index, Diagnostic& why) {
   std::unordered_map<std::string_view, size_t> first;
   first.reserve(m.aliased_io.size());
   for (size_t i = 0; i < m.aliased_io.size(); ++i) {
     const AliasedIo& a = m.aliased_io[i];
-    const auto path = [i] { return at("aliased_io", i); };
     const IoBinding* out = find_binding(index, a.output);
     if (out == nullptr || out->is_input)
-      return fail(error,
-                  path() + ".output " + quoted(a.output) + " is not an output in io_bindings; re-export the model");
+      return fail(why, Error::InvalidArgument,
+                  "TensorRT blob: aliased_io[%zu].output %s is not an output in io_bindings; re-export the model", i,
+                  quoted(a.output).c_str());
     const IoBinding* in = find_binding(index, a.input);
     if (in == nullptr || !in->is_input)
-      return fail(error, path() + ".input " + quoted(a.input) + " is not an input in io_bindings; re-export the model");
+      return fail(why, Error::InvalidArgument,
+                  "TensorRT blob: aliased_io[%zu].input %s is not an input in io_bindings; re-export the model", i,
+                  quoted(a.input).c_str());
     if (a.kind.empty())
-      return fail(error, path() + ".kind is empty; use '" + kAliasKindKvCacheUpdate + "' or '" + kAliasKindUser + "'");
+      return fail(why, Error::InvalidArgument, "TensorRT blob: aliased_io[%zu].kind is empty; use '%s' or '%s'", i,
+                  kAliasKindKvCacheUpdate, kAliasKindUser);
     const auto [it, fresh] = first.emplace(a.output, i);
     if (!fresh)
-      return fail(error, at("aliased_io", it->second) + " and " + path() + " both alias output " + quoted(a.output) +
-                             "; an output aliases one input at most, re-export the model");
+      return fail(
+          why, Error::InvalidArgument,
+          "TensorRT blob: aliased_io[%zu] and aliased_io[%zu] both alias output %s; an output aliases one input "
+          "at most, re-export the model",
+          it->second, i, quoted(a.output).c_str());
   }
-  return true;
+  return Error::Ok;
 }
 
-bool validate_signature_input(const ProfileSignature& sig, size_t i, std::string* error) {
+Error validate_signature_input(const ProfileSignature& sig, size_t i, Diagnostic& why) {
   const SignatureInput& input = sig.inputs[i];
-  const auto what = [&] { return "profile_signature." + at("inputs", i) + " " + quoted(input.name); };
+  const std::string& name = input.name;
   if (input.profiles.size() != static_cast<size_t>(sig.num_profiles))
-    return fail(error, what() + " has " + std::to_string(input.profiles.size()) + " profiles but num_profiles is " +
-                           std::to_string(sig.num_profiles) + "; re-export the model");
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: profile_signature.inputs[%zu] %s has %zu profiles but num_profiles is %" PRId32
+                "; re-export the model",
+                i, quoted(name).c_str(), input.profiles.size(), sig.num_profiles);
   const size_t rank = input.profiles[0].min.size();
   for (size_t p = 0; p < input.profiles.size(); ++p) {
     const ProfileBounds& b = input.profiles[p];
-    const auto profile = [p] { return " profile " + std::to_string(p); };
     if (b.opt.size() != b.min.size() || b.max.size() != b.min.size())
-      return fail(error, what() + profile() + " has min of rank " + std::to_string(b.min.size()) + ", opt of rank " +
-                             std::to_string(b.opt.size()) + " and max of rank " + std::to_string(b.max.size()) +
-                             "; they must have the same rank, re-export the model");
+      return fail(
+          why, Error::InvalidArgument,
+          "TensorRT blob: profile_signature.inputs[%zu] %s profile %zu has min of rank %zu, opt of rank %zu and "
+          "max of rank %zu; they must have the same rank, re-export the model",
+          i, quoted(name).c_str(), p, b.min.size(), b.opt.size(), b.max.size());
     if (p == 0 && rank > kMaxSignatureRank)
-      return fail(error, what() + " has rank " + std::to_string(rank) +
-                             "; TensorRT tensors have at most 8 dimensions, re-export the model");
+      return fail(why, Error::InvalidArgument,
+                  "TensorRT blob: profile_signature.inputs[%zu] %s has rank %zu; TensorRT tensors have at most 8 "
+                  "dimensions, re-export the model",
+                  i, quoted(name).c_str(), rank);
     if (b.min.size() != rank)
-      return fail(error, what() + " has rank " + std::to_string(b.min.size()) + " in" + profile() + " but rank " +
-                             std::to_string(rank) +
-                             " in profile 0; an input has one rank in every profile, "
-                             "re-export the model");
+      return fail(
+          why, Error::InvalidArgument,
+          "TensorRT blob: profile_signature.inputs[%zu] %s has rank %zu in profile %zu but rank %zu in profile 0; "
+          "an input has one rank in every profile, re-export the model",
+          i, quoted(name).c_str(), b.min.size(), p, rank);
     for (size_t d = 0; d < rank; ++d)
       if (b.min[d] < 0 || b.min[d] > b.opt[d] || b.opt[d] > b.max[d])
-        return fail(error, what() + profile() + " dim " + std::to_string(d) + " has min " + std::to_string(b.min[d]) +
-                               ", opt " + std::to_string(b.opt[d]) + ", max " + std::to_string(b.max[d]) +
-                               "; bounds must satisfy 0 <= min <= opt <= max, re-export the model");
+        return fail(why, Error::InvalidArgument,
+                    "TensorRT blob: profile_signature.inputs[%zu] %s profile %zu dim %zu has min %" PRId64
+                    ", opt %" PRId64 ", max %" PRId64
+                    "; bounds must satisfy 0 <= min <= opt <= max, re-export the model",
+                    i, quoted(name).c_str(), p, d, b.min[d], b.opt[d], b.max[d]);
   }
-  return true;
+  return Error::Ok;
 }
 
 // Signature inputs by name, and for each (input, dim) the first symbolic dim naming it.
@@ -175,57 +203,73 @@ struct SignatureIndex {
   std::unordered_map<std::string_view, std::array<int64_t, kMaxSignatureRank>> dims;
 };
 
-bool validate_symbolic_dim(const Metadata& m, const BindingIndex& bindings, SignatureIndex& index, size_t i,
-                           std::string* error) {
+Error validate_symbolic_dim(const Metadata& m, const BindingIndex& bindings, SignatureIndex& index, size_t i,
+                            Diagnostic& why) {
   const ProfileSignature& sig = *m.profile_signature;
   const SymbolicDim& s = sig.symbolic_dims[i];
-  const auto path = [i] { return "profile_signature." + at("symbolic_dims", i); };
-  if (s.name.empty()) return fail(error, path() + ".name is empty; re-export the model");
-  const auto what = [&] { return path() + " " + quoted(s.name); };
+  if (s.name.empty())
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: profile_signature.symbolic_dims[%zu].name is empty; re-export the model", i);
   const IoBinding* binding = find_binding(bindings, s.input);
   if (binding == nullptr || !binding->is_input)
-    return fail(error, what() + " refers to " + quoted(s.input) +
-                           ", which is not an input in io_bindings; re-export the model");
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: profile_signature.symbolic_dims[%zu] %s refers to %s, which is not an input in "
+                "io_bindings; re-export the model",
+                i, quoted(s.name).c_str(), quoted(s.input).c_str());
   const auto described = index.inputs.find(s.input);
   if (described == index.inputs.end())
-    return fail(error, what() + " refers to input " + quoted(s.input) +
-                           ", which has no bounds in profile_signature.inputs; re-export the model");
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: profile_signature.symbolic_dims[%zu] %s refers to input %s, which has no bounds in "
+                "profile_signature.inputs; re-export the model",
+                i, quoted(s.name).c_str(), quoted(s.input).c_str());
   const size_t rank = described->second->profiles[0].min.size();
   if (s.dim < 0 || static_cast<size_t>(s.dim) >= rank)
-    return fail(error, what() + " is dim " + std::to_string(s.dim) + " of input " + quoted(s.input) +
-                           ", which has rank " + std::to_string(rank) + "; re-export the model");
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: profile_signature.symbolic_dims[%zu] %s is dim %" PRId32
+                " of input %s, which has rank %zu; re-export the model",
+                i, quoted(s.name).c_str(), s.dim, quoted(s.input).c_str(), rank);
   if (s.ranges.size() != static_cast<size_t>(sig.num_profiles))
-    return fail(error, what() + " has " + std::to_string(s.ranges.size()) + " ranges but num_profiles is " +
-                           std::to_string(sig.num_profiles) + "; re-export the model");
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: profile_signature.symbolic_dims[%zu] %s has %zu ranges but num_profiles is %" PRId32
+                "; re-export the model",
+                i, quoted(s.name).c_str(), s.ranges.size(), sig.num_profiles);
   for (size_t p = 0; p < s.ranges.size(); ++p)
     if (s.ranges[p].first < 0 || s.ranges[p].first > s.ranges[p].second)
-      return fail(error, what() + " range " + std::to_string(p) + " is [" + std::to_string(s.ranges[p].first) + ", " +
-                             std::to_string(s.ranges[p].second) +
-                             "]; a range must satisfy 0 <= lo <= hi, re-export the model");
+      return fail(why, Error::InvalidArgument,
+                  "TensorRT blob: profile_signature.symbolic_dims[%zu] %s range %zu is [%" PRId64 ", %" PRId64
+                  "]; a range must satisfy 0 <= lo <= hi, re-export the model",
+                  i, quoted(s.name).c_str(), p, s.ranges[p].first, s.ranges[p].second);
   std::array<int64_t, kMaxSignatureRank> empty;
   empty.fill(-1);
   int64_t& first = index.dims.emplace(s.input, empty).first->second[static_cast<size_t>(s.dim)];
   if (first >= 0)
-    return fail(error, "profile_signature." + at("symbolic_dims", static_cast<size_t>(first)) + " and " + path() +
-                           " both describe dim " + std::to_string(s.dim) + " of input " + quoted(s.input) +
-                           "; re-export the model");
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: profile_signature.symbolic_dims[%zu] and profile_signature.symbolic_dims[%zu] both "
+                "describe dim %" PRId32 " of input %s; re-export the model",
+                static_cast<size_t>(first), i, s.dim, quoted(s.input).c_str());
   first = static_cast<int64_t>(i);
-  return true;
+  return Error::Ok;
 }
 
-bool validate_signature(const Metadata& m, const BindingIndex& bindings, std::string* error) {
+Error validate_signature(const Metadata& m, const BindingIndex& bindings, Diagnostic& why) {
   const ProfileSignature& sig = *m.profile_signature;
   if (sig.num_profiles < 1)
-    return fail(error, "profile_signature.num_profiles is " + std::to_string(sig.num_profiles) +
-                           "; an engine has at least one optimization profile, re-export the model");
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: profile_signature.num_profiles is %" PRId32
+                "; an engine has at least one optimization profile, re-export the model",
+                sig.num_profiles);
   if (sig.num_profiles > kMaxProfiles)
-    return fail(error, "profile_signature.num_profiles is " + std::to_string(sig.num_profiles) +
-                           ", above the limit of " + std::to_string(kMaxProfiles) + "; re-export the model");
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: profile_signature.num_profiles is %" PRId32 ", above the limit of %" PRId32
+                "; re-export the model",
+                sig.num_profiles, kMaxProfiles);
   const auto profiles = static_cast<size_t>(sig.num_profiles);
   if (sig.inputs.size() * profiles > kMaxProfileEntries)
-    return fail(error, detail::too_many_profile_entries("inputs", sig.inputs.size(), profiles));
+    return fail(why, Error::InvalidArgument, "TensorRT blob: %s",
+                detail::too_many_profile_entries("inputs", sig.inputs.size(), profiles).c_str());
   if (sig.symbolic_dims.size() * profiles > kMaxProfileEntries)
-    return fail(error, detail::too_many_profile_entries("symbolic dims", sig.symbolic_dims.size(), profiles));
+    return fail(why, Error::InvalidArgument, "TensorRT blob: %s",
+                detail::too_many_profile_entries("symbolic dims", sig.symbolic_dims.size(), profiles).c_str());
   SignatureIndex index;
   index.inputs.reserve(sig.inputs.size());
   std::unordered_map<std::string_view, size_t> first;
@@ -233,18 +277,21 @@ bool validate_signature(const Metadata& m, const BindingIndex& bindings, std::st
     const std::string& name = sig.inputs[i].name;
     const IoBinding* binding = find_binding(bindings, name);
     if (binding == nullptr || !binding->is_input)
-      return fail(error, "profile_signature." + at("inputs", i) + " " + quoted(name) +
-                             " is not an input in io_bindings; re-export the model");
+      return fail(why, Error::InvalidArgument,
+                  "TensorRT blob: profile_signature.inputs[%zu] %s is not an input in io_bindings; re-export the model",
+                  i, quoted(name).c_str());
     const auto [it, fresh] = first.emplace(name, i);
     if (!fresh)
-      return fail(error, "profile_signature." + at("inputs", it->second) + " and profile_signature." + at("inputs", i) +
-                             " both describe input " + quoted(name) + "; re-export the model");
-    if (!validate_signature_input(sig, i, error)) return false;
+      return fail(why, Error::InvalidArgument,
+                  "TensorRT blob: profile_signature.inputs[%zu] and profile_signature.inputs[%zu] both describe input "
+                  "%s; re-export the model",
+                  it->second, i, quoted(name).c_str());
+    if (const Error e = validate_signature_input(sig, i, why); e != Error::Ok) return e;
     index.inputs.emplace(name, &sig.inputs[i]);
   }
   for (size_t i = 0; i < sig.symbolic_dims.size(); ++i)
-    if (!validate_symbolic_dim(m, bindings, index, i, error)) return false;
-  return true;
+    if (const Error e = validate_symbolic_dim(m, bindings, index, i, why); e != Error::Ok) return e;
+  return Error::Ok;
 }
 
 }  // namespace
@@ -281,12 +328,15 @@ bool operator==(const Metadata& a, const Metadata& b) {
          a.profile_signature == b.profile_signature;
 }
 
-bool validate_metadata(const Metadata& metadata, std::string* error) {
+Error validate_metadata(const Metadata& metadata, Diagnostic& why) {
   BindingIndex bindings;
   bindings.reserve(metadata.io_bindings.size());
-  return validate_limits(metadata, error) && validate_strings(metadata, error) &&
-         validate_bindings(metadata, &bindings, error) && validate_aliases(metadata, bindings, error) &&
-         (!metadata.profile_signature || validate_signature(metadata, bindings, error));
+  if (const Error e = validate_limits(metadata, why); e != Error::Ok) return e;
+  if (const Error e = validate_strings(metadata, why); e != Error::Ok) return e;
+  if (const Error e = validate_bindings(metadata, &bindings, why); e != Error::Ok) return e;
+  if (const Error e = validate_aliases(metadata, bindings, why); e != Error::Ok) return e;
+  if (metadata.profile_signature) return validate_signature(metadata, bindings, why);
+  return Error::Ok;
 }
 
 }  // namespace etrt::blob

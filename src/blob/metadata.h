@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.h"
+
 namespace etrt::blob {
 
 // Upper limits on what a blob may declare, far above any real engine (docs/limits.md says why each). The reader
@@ -108,9 +110,9 @@ inline bool operator!=(const Metadata& a, const Metadata& b) { return !(a == b);
 // may interleave); aliases naming an output and an input, each output at most
 // once, with a non-empty kind (any: the backend checks it); a well-formed profile
 // signature. Linear in the size of the metadata. Names quoted in messages have
-// control characters escaped (\x00). On failure returns false and sets *error (when non-null) to a
-// message starting "TensorRT blob: ". parse_blob runs it on every blob and
+// control characters escaped (\x00). On failure returns InvalidArgument with a message starting
+// "TensorRT blob: " in `why`. parse_blob runs it on every blob and
 // write_blob refuses metadata that fails it, so what one writes the other reads.
-[[nodiscard]] bool validate_metadata(const Metadata& metadata, std::string* error);
+[[nodiscard]] Error validate_metadata(const Metadata& metadata, Diagnostic& why);
 
 }  // namespace etrt::blob

@@ -5,11 +5,14 @@
 
 #include "blob/metadata_reader.h"
 
+#include <cinttypes>
+#include <cstdarg>
 #include <cstring>
 #include <iterator>
 #include <limits>
 #include <new>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "blob/blob.h"
 #include "blob/json_text.h"
@@ -54,7 +57,7 @@ class ErrorCapture : public nlohmann::json_sax<Json> {
   std::string message = "unknown parse error";
 };
 
-std::string type_name(const Json& v) {
+const char* type_name(const Json& v) {
   switch (v.type()) {
     case Json::value_t::null:
       return "null";
@@ -99,19 +102,28 @@ struct Path {
 
 // Reads typed values out of the parsed document. Paths in messages name the
 // field as a user would write it: io_bindings[1].shape[0].
+//
+// Its readers chain with && and return false on a refusal, with the reason in the caller's Diagnostic: every
+// refusal is the document's fault, so decode_metadata turns false into InvalidArgument.
 class Decoder {
  public:
-  explicit Decoder(std::string* error) : error_(error) {}
+  explicit Decoder(Diagnostic& why) : why_(why) {}
 
-  bool fail(const std::string& message) {
-    if (error_ != nullptr) *error_ = "TensorRT blob: " + message;
+  // Writes "TensorRT blob: " and the printf-formatted reason; returns false.
+  bool refuse(const char* format, ...) ETRT_PRINTF_FORMAT(2, 3) {
+    why_.clear();
+    why_.append("TensorRT blob: ");
+    va_list args;
+    va_start(args, format);
+    why_.vappend(format, args);
+    va_end(args);
     return false;
   }
   bool wrong_type(const Path& path, const char* expected, const Json& v) {
-    return fail("metadata field '" + path.str() + "' must be " + expected + ", got " + type_name(v) +
-                "; re-export the model");
+    return refuse("metadata field '%s' must be %s, got %s; re-export the model", path.str().c_str(), expected,
+                  type_name(v));
   }
-  bool missing(const Path& path) { return fail("metadata has no '" + path.str() + "'; re-export the model"); }
+  bool missing(const Path& path) { return refuse("metadata has no '%s'; re-export the model", path.str().c_str()); }
 
   // Null when `key` is absent; `object` is known to be an object.
   static const Json* find(const Json& object, const char* key) {
@@ -134,8 +146,9 @@ class Decoder {
     if (v.is_number_unsigned()) {
       const uint64_t u = v.get<uint64_t>();
       if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-        return fail("metadata field '" + path.str() + "' is " + std::to_string(u) +
-                    ", outside the range of a 64-bit signed integer; re-export the model");
+        return refuse("metadata field '%s' is %" PRIu64
+                      ", outside the range of a 64-bit signed integer; re-export the model",
+                      path.str().c_str(), u);
       *out = static_cast<int64_t>(u);
     } else {
       *out = v.get<int64_t>();
@@ -146,8 +159,9 @@ class Decoder {
     int64_t wide = 0;
     if (!read_int64(v, path, &wide)) return false;
     if (wide < std::numeric_limits<int32_t>::min() || wide > std::numeric_limits<int32_t>::max())
-      return fail("metadata field '" + path.str() + "' is " + std::to_string(wide) +
-                  ", outside the range of a 32-bit signed integer; re-export the model");
+      return refuse("metadata field '%s' is %" PRId64
+                    ", outside the range of a 32-bit signed integer; re-export the model",
+                    path.str().c_str(), wide);
     *out = static_cast<int32_t>(wide);
     return true;
   }
@@ -210,7 +224,7 @@ class Decoder {
     const Json* v = find(object, key);
     if (v == nullptr) return missing(parent.field(key));
     if (v->is_array() && v->size() <= static_cast<size_t>(kMaxProfiles) && rows * v->size() > kMaxProfileEntries)
-      return fail(too_many_profile_entries(what, rows, v->size()));
+      return refuse("%s", too_many_profile_entries(what, rows, v->size()).c_str());
     return read_array<T, ReadElement, static_cast<size_t>(kMaxProfiles)>(*v, parent.field(key), out);
   }
 
@@ -224,8 +238,10 @@ class Decoder {
   bool read_range(const Json& v, const Path& path, std::pair<int64_t, int64_t>* out) {
     if (!v.is_array() || v.size() != 2) {
       if (!v.is_array()) return wrong_type(path, "an array of two integers [lo, hi]", v);
-      return fail("metadata field '" + path.str() + "' must be an array of two integers [lo, hi], got an array of " +
-                  std::to_string(v.size()) + "; re-export the model");
+      return refuse(
+          "metadata field '%s' must be an array of two integers [lo, hi], got an array of %zu; re-export "
+          "the model",
+          path.str().c_str(), v.size());
     }
     return read_int64(v[0], path.element(0), &out->first) && read_int64(v[1], path.element(1), &out->second);
   }
@@ -258,7 +274,7 @@ class Decoder {
             size_t Limit = static_cast<size_t>(-1)>
   bool read_array(const Json& v, const Path& path, std::vector<T>* out) {
     if (!v.is_array()) return wrong_type(path, "an array", v);
-    if (v.size() > Limit) return fail(too_many_entries(path.str(), v.size(), Limit));
+    if (v.size() > Limit) return refuse("%s", too_many_entries(path.str(), v.size(), Limit).c_str());
     out->assign(v.size(), T{});
     for (size_t i = 0; i < v.size(); ++i)
       if (!(this->*ReadElement)(v[i], path.element(i), &(*out)[i])) return false;
@@ -268,8 +284,7 @@ class Decoder {
   // Keys in the order the writer emits them, so the first problem reported is
   // the first one in the text. Unknown keys are ignored: newer writers append.
   bool read_metadata(const Json& doc, Metadata* out) {
-    if (!doc.is_object())
-      return fail("metadata must be a JSON object, got " + type_name(doc) + "; re-export the model");
+    if (!doc.is_object()) return refuse("metadata must be a JSON object, got %s; re-export the model", type_name(doc));
     const Path& root = Path::root();
     return required(doc, "io_bindings", root, &out->io_bindings,
                     &Decoder::read_array<IoBinding, &Decoder::read_binding, kMaxIoBindings>) &&
@@ -283,7 +298,7 @@ class Decoder {
   }
 
  private:
-  std::string* error_;
+  Diagnostic& why_;
 };
 
 }  // namespace
@@ -299,62 +314,73 @@ std::string too_many_profile_entries(const char* what, size_t n, size_t profiles
          std::to_string(kMaxProfileEntries) + "; re-export the model";
 }
 
-bool decode_metadata(const char* json, size_t size, std::optional<uint64_t> offset, Metadata* out, std::string* error) {
-  Decoder decoder(error);
+Error decode_metadata(const char* json, size_t size, std::optional<uint64_t> offset, Metadata* out, Diagnostic& why) {
+  Decoder decoder(why);
   std::string where = "metadata (" + std::to_string(size) + " bytes";
   if (offset) where += " at offset " + std::to_string(*offset);
   where += ")";
   // Before anything is parsed: the document takes several times its text.
   if (size > kMaxMetadataSize)
-    return decoder.fail(where + " is larger than the limit of " + std::to_string(kMaxMetadataSize) +
-                        " bytes; re-export the model");
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: %s is larger than the limit of %zu bytes; re-export the model", where.c_str(),
+                kMaxMetadataSize);
   // UTF-8 and depth are checked before parsing, in the same order and with the
   // same words as python/etrt/blob.py, which must decode before it can parse.
   const size_t bad_byte = find_invalid_utf8(json, size);
   if (bad_byte != size)
-    return decoder.fail(where + " is not valid JSON: invalid UTF-8 at byte " + std::to_string(bad_byte) +
-                        "; re-export the model");
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: %s is not valid JSON: invalid UTF-8 at byte %zu; re-export the model", where.c_str(),
+                bad_byte);
   // nlohmann stops at a NUL byte as if the input ended there, so metadata
   // followed by padding and garbage would parse; Python's json refuses it. A
   // raw NUL is never valid JSON, so refuse it up front, for both.
   const void* nul = std::memchr(json, 0, size);
   if (nul != nullptr)
-    return decoder.fail(where + " is not valid JSON: NUL byte at byte " +
-                        std::to_string(static_cast<const char*>(nul) - json) + "; re-export the model");
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: %s is not valid JSON: NUL byte at byte %zu; re-export the model", where.c_str(),
+                static_cast<size_t>(static_cast<const char*>(nul) - json));
   if (nests_deeper_than(json, size, kMaxJsonDepth))
-    return decoder.fail(where + " nests deeper than " + std::to_string(kMaxJsonDepth) + " levels; re-export the model");
+    return fail(why, Error::InvalidArgument, "TensorRT blob: %s nests deeper than %zu levels; re-export the model",
+                where.c_str(), kMaxJsonDepth);
   // The two arrays whose length is the blob's to choose, counted in the text before the parser builds anything.
   static const ArrayLimit kArrayLimits[] = {{"io_bindings", kMaxIoBindings}, {"aliased_io", kMaxAliases}};
   if (const ArrayLimit* over = find_oversized_array(json, size, kArrayLimits, std::size(kArrayLimits)))
-    return decoder.fail("metadata field '" + std::string(over->key) + "' has more than " + std::to_string(over->limit) +
-                        " entries; re-export the model");
+    return fail(why, Error::InvalidArgument,
+                "TensorRT blob: metadata field '%s' has more than %zu entries; re-export the model", over->key,
+                over->limit);
   try {
     const Json doc = Json::parse(json, json + size, /*cb=*/nullptr, /*allow_exceptions=*/false);
     if (doc.is_discarded()) {
       ErrorCapture capture;
       Json::sax_parse(json, json + size, &capture);
-      return decoder.fail(where + " is not valid JSON: " + capture.message + "; re-export the model");
+      return fail(why, Error::InvalidArgument, "TensorRT blob: %s is not valid JSON: %s; re-export the model",
+                  where.c_str(), capture.message.c_str());
     }
-    *out = Metadata{};
-    return decoder.read_metadata(doc, out) && validate_metadata(*out, error);
+    // Decoded aside and moved into *out only once it passed: a refusal leaves *out as it was.
+    Metadata metadata;
+    if (!decoder.read_metadata(doc, &metadata)) return Error::InvalidArgument;
+    if (const Error e = validate_metadata(metadata, why); e != Error::Ok) return e;
+    *out = std::move(metadata);
+    return Error::Ok;
   } catch (const std::bad_alloc&) {
-    return decoder.fail("ran out of memory decoding " + where + "; the blob is probably corrupt, re-export the model");
+    return fail(why, Error::MemoryAllocationFailed,
+                "TensorRT blob: ran out of memory decoding %s; the blob is probably corrupt, re-export the model",
+                where.c_str());
   } catch (const std::exception& e) {
     // Not expected (every access above is type-checked); kept so that a
     // library surprise becomes an error, never an exception across the API.
-    return decoder.fail("could not decode " + where + ": " + e.what() + "; re-export the model");
+    return fail(why, Error::Internal, "TensorRT blob: could not decode %s: %s; re-export the model", where.c_str(),
+                e.what());
   }
 }
 
 }  // namespace detail
 
-bool parse_metadata_json(const char* json, size_t size, Metadata* out, std::string* error) {
-  if (json == nullptr && size != 0) {
-    if (error != nullptr) *error = "TensorRT blob: metadata pointer is null but its size is " + std::to_string(size);
-    return false;
-  }
+Error parse_metadata_json(const char* json, size_t size, Metadata* out, Diagnostic& why) {
+  if (json == nullptr && size != 0)
+    return fail(why, Error::InvalidArgument, "TensorRT blob: metadata pointer is null but its size is %zu", size);
   static const char kEmpty = '\0';
-  return detail::decode_metadata(json == nullptr ? &kEmpty : json, size, std::nullopt, out, error);
+  return detail::decode_metadata(json == nullptr ? &kEmpty : json, size, std::nullopt, out, why);
 }
 
 }  // namespace etrt::blob

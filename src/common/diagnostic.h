@@ -75,9 +75,7 @@ class Diagnostic {
     va_start(args, format);
     const int written = std::vsnprintf(head, sizeof(head), format, args);
     va_end(args);
-    if (written <= 0) return;
-    const size_t head_length = static_cast<size_t>(written) < sizeof(head) ? static_cast<size_t>(written)
-                                                                             : sizeof(head) - 1;
+    if (written <= 0) return;  // nothing to put in front (or an encoding error)
     char tail[kCapacity];
     std::memcpy(tail, text_, length_ + 1);
     const bool was_truncated = truncated_;

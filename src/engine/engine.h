@@ -16,8 +16,13 @@
 //    is never enqueued from two streams at once.
 //
 // Calls are by IO index (0..num_io_tensors()-1, engine order); the TensorRT
-// adapter maps indices to the names NvInfer wants. Failures return false and
-// leave a human-readable reason in last_error() of the object that failed.
+// adapter maps indices to the names NvInfer wants. Fallible calls follow the
+// project's error convention (common/error.h): they return an Error and write
+// the reason, "<the NvInfer call>: <TensorRT's own words>", into the caller's
+// Diagnostic. InvalidArgument: the caller's index, profile or shape, or the
+// data (TensorRT's kINVALID_ARGUMENT at enqueue, e.g. a token id outside an
+// embedding's vocabulary); NotSupported: an engine etrt cannot bind; Internal:
+// TensorRT or CUDA failed.
 
 #include <cstddef>
 #include <cstdint>
@@ -25,6 +30,7 @@
 #include <string>
 
 #include "common/data_type.h"
+#include "common/error.h"
 #include "common/shape.h"
 
 namespace etrt::engine {
@@ -72,27 +78,24 @@ class ExecutionContext {
   virtual int32_t optimization_profile() const = 0;
   // Switch to `profile`, possibly enqueueing work on `stream`. After a
   // successful switch every input shape must be set again.
-  [[nodiscard]] virtual bool set_optimization_profile(int32_t profile, StreamHandle stream) = 0;
+  [[nodiscard]] virtual Error set_optimization_profile(int32_t profile, StreamHandle stream, Diagnostic& why) = 0;
 
-  // Set input `io_index`'s runtime shape; fails outside the active profile.
-  [[nodiscard]] virtual bool set_input_shape(int32_t io_index, const Shape& shape) = 0;
+  // Set input `io_index`'s runtime shape; InvalidArgument outside the active profile.
+  [[nodiscard]] virtual Error set_input_shape(int32_t io_index, const Shape& shape, Diagnostic& why) = 0;
   // The tensor's shape in this context: for inputs the shape last set, for
   // outputs the shape inferred from the current input shapes (-1 where not
   // yet inferable).
-  [[nodiscard]] virtual bool tensor_shape(int32_t io_index, Shape* out) const = 0;
+  [[nodiscard]] virtual Error tensor_shape(int32_t io_index, Shape* out, Diagnostic& why) const = 0;
 
-  [[nodiscard]] virtual bool set_tensor_address(int32_t io_index, void* address) = 0;
+  [[nodiscard]] virtual Error set_tensor_address(int32_t io_index, void* address, Diagnostic& why) = 0;
 
   // Supply the scratch memory a context created with user-managed memory
   // runs in; `size` must be at least Engine::device_memory_size().
-  [[nodiscard]] virtual bool set_device_memory(void* memory, size_t size) = 0;
+  [[nodiscard]] virtual Error set_device_memory(void* memory, size_t size, Diagnostic& why) = 0;
 
-  [[nodiscard]] virtual bool enqueue(StreamHandle stream) = 0;
-
-  virtual const char* last_error() const = 0;
-  // After a failed enqueue: true when the engine blamed the input data (TensorRT reported kINVALID_ARGUMENT, e.g. a
-  // token id outside an embedding's vocabulary), so the caller's data, not etrt or the engine, must change.
-  virtual bool last_error_is_bad_input() const = 0;
+  // InvalidArgument when the engine blamed the input data (TensorRT reported kINVALID_ARGUMENT, e.g. a token id
+  // outside an embedding's vocabulary): the caller's data, not etrt or the engine, must change.
+  [[nodiscard]] virtual Error enqueue(StreamHandle stream, Diagnostic& why) = 0;
 };
 
 struct ContextOptions {
@@ -110,10 +113,10 @@ class Engine {
   virtual const TensorDesc& io_tensor(int32_t io_index) const = 0;
 
   virtual int32_t num_profiles() const = 0;
-  // min/opt/max of input `io_index` under `profile`; false for a bad index or
-  // a non-input.
-  [[nodiscard]] virtual bool profile_shape(int32_t profile, int32_t io_index, Shape* min, Shape* opt,
-                                           Shape* max) const = 0;
+  // min/opt/max of input `io_index` under `profile`; InvalidArgument for a bad
+  // index or a non-input.
+  [[nodiscard]] virtual Error profile_shape(int32_t profile, int32_t io_index, Shape* min, Shape* opt, Shape* max,
+                                            Diagnostic& why) const = 0;
 
   virtual MemoryKind memory_kind() const = 0;
   // Scratch memory one context needs, for the largest profile.
@@ -125,11 +128,10 @@ class Engine {
   virtual int64_t streamable_weights_size() const = 0;
   virtual int64_t weight_streaming_automatic_budget() const = 0;
   virtual int64_t weight_streaming_budget() const = 0;
-  [[nodiscard]] virtual bool set_weight_streaming_budget(int64_t bytes) = 0;
+  [[nodiscard]] virtual Error set_weight_streaming_budget(int64_t bytes, Diagnostic& why) = 0;
 
-  virtual std::unique_ptr<ExecutionContext> create_context(const ContextOptions& options) = 0;
-
-  virtual const char* last_error() const = 0;
+  [[nodiscard]] virtual Error create_context(const ContextOptions& options, std::unique_ptr<ExecutionContext>* out,
+                                             Diagnostic& why) = 0;
 };
 
 }  // namespace etrt::engine

@@ -1,41 +1,24 @@
 #include "profile/profile_table.h"
 
 #include <cinttypes>
-#include <cstdarg>
 #include <cstddef>
-#include <cstdio>
-
-#include "common/diagnostic.h"
+#include <utility>
 
 namespace etrt::profile {
 
 namespace {
 
-// init()-time formatting: allocation is fine here, the execute path never calls it.
-std::string format(const char* fmt, ...) ETRT_PRINTF_FORMAT(1, 2);
-std::string format(const char* fmt, ...) {
-  char buffer[512];
-  va_list args;
-  va_start(args, fmt);
-  const int n = std::vsnprintf(buffer, sizeof(buffer), fmt, args);
-  va_end(args);
-  return n < 0 ? std::string(fmt) : std::string(buffer);
-}
-
-bool refuse(std::string* error, std::string message) {
-  if (error != nullptr) *error = std::move(message);
-  return false;
-}
-
 const char* kind_name(int which) { return which == 0 ? "min" : which == 1 ? "opt" : "max"; }
 
 }  // namespace
 
-bool ProfileTable::build(int32_t num_profiles, Span<const InputBounds> inputs, ProfileTable* out, std::string* error) {
+Error ProfileTable::build(int32_t num_profiles, Span<const InputBounds> inputs, ProfileTable* out, Diagnostic& why) {
   if (num_profiles < 1) {
-    return refuse(error, format("the engine reports %" PRId32 " optimization profiles; an engine has at least one. "
-                                "Rebuild or re-export the engine.",
-                                num_profiles));
+    return fail(why, Error::InvalidArgument,
+                "the engine reports %" PRId32
+                " optimization profiles; an engine has at least one. "
+                "Rebuild or re-export the engine.",
+                num_profiles);
   }
   const size_t profiles = static_cast<size_t>(num_profiles);
   ProfileTable table;
@@ -45,40 +28,43 @@ bool ProfileTable::build(int32_t num_profiles, Span<const InputBounds> inputs, P
     const InputBounds& in = inputs[i];
     const char* name = in.name.c_str();
     if (in.min.size() != profiles || in.opt.size() != profiles || in.max.size() != profiles) {
-      return refuse(error, format("input '%s' (input %zu) has bounds for %zu/%zu/%zu (min/opt/max) profiles, "
-                                  "but the engine has %" PRId32 " profiles.",
-                                  name, i, in.min.size(), in.opt.size(), in.max.size(), num_profiles));
+      return fail(why, Error::InvalidArgument,
+                  "input '%s' (input %zu) has bounds for %zu/%zu/%zu (min/opt/max) profiles, "
+                  "but the engine has %" PRId32 " profiles.",
+                  name, i, in.min.size(), in.opt.size(), in.max.size(), num_profiles);
     }
     const int32_t rank = in.min[0].rank;
     if (rank < 0 || rank > kMaxRank) {
-      return refuse(error,
-                    format("input '%s' (input %zu) has rank %" PRId32 " in profile 0; etrt supports ranks 0..%" PRId32
-                           " (TensorRT reports rank -1 for a shape it cannot give).",
-                           name, i, rank, kMaxRank));
+      return fail(why, Error::InvalidArgument,
+                  "input '%s' (input %zu) has rank %" PRId32 " in profile 0; etrt supports ranks 0..%" PRId32
+                  " (TensorRT reports rank -1 for a shape it cannot give).",
+                  name, i, rank, kMaxRank);
     }
     for (size_t p = 0; p < profiles; ++p) {
       const Shape* shapes[3] = {&in.min[p], &in.opt[p], &in.max[p]};
       for (int which = 0; which < 3; ++which) {
         if (shapes[which]->rank != rank) {
-          return refuse(error,
-                        format("input '%s' (input %zu) has rank %" PRId32 " in profile %zu's %s shape but rank %" PRId32
-                               " in profile 0's min shape; an input's rank must be the same in every profile.",
-                               name, i, shapes[which]->rank, p, kind_name(which), rank));
+          return fail(why, Error::InvalidArgument,
+                      "input '%s' (input %zu) has rank %" PRId32 " in profile %zu's %s shape but rank %" PRId32
+                      " in profile 0's min shape; an input's rank must be the same in every profile.",
+                      name, i, shapes[which]->rank, p, kind_name(which), rank);
         }
       }
       for (int32_t d = 0; d < rank; ++d) {
         const int64_t lo = in.min[p][d], mid = in.opt[p][d], hi = in.max[p][d];
         if (lo < 0 || mid < 0 || hi < 0) {
-          return refuse(
-              error,
-              format("input '%s' (input %zu) dimension %" PRId32 " in profile %zu has a negative bound "
-                     "(min %" PRId64 ", opt %" PRId64 ", max %" PRId64 "); profile bounds must be concrete sizes >= 0.",
-                     name, i, d, p, lo, mid, hi));
+          return fail(why, Error::InvalidArgument,
+                      "input '%s' (input %zu) dimension %" PRId32
+                      " in profile %zu has a negative bound "
+                      "(min %" PRId64 ", opt %" PRId64 ", max %" PRId64
+                      "); profile bounds must be concrete sizes >= 0.",
+                      name, i, d, p, lo, mid, hi);
         }
         if (lo > mid || mid > hi) {
-          return refuse(error, format("input '%s' (input %zu) dimension %" PRId32 " in profile %zu has min %" PRId64
-                                      ", opt %" PRId64 ", max %" PRId64 "; they must satisfy min <= opt <= max.",
-                                      name, i, d, p, lo, mid, hi));
+          return fail(why, Error::InvalidArgument,
+                      "input '%s' (input %zu) dimension %" PRId32 " in profile %zu has min %" PRId64 ", opt %" PRId64
+                      ", max %" PRId64 "; they must satisfy min <= opt <= max.",
+                      name, i, d, p, lo, mid, hi);
         }
       }
     }
@@ -136,7 +122,7 @@ bool ProfileTable::build(int32_t num_profiles, Span<const InputBounds> inputs, P
 
   table.label_ = std::move(out->label_);  // a label set before build() survives it
   *out = std::move(table);
-  return true;
+  return Error::Ok;
 }
 
 ShapeBounds ProfileTable::bounds(int32_t profile, int32_t input) const noexcept {

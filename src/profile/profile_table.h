@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.h"
 #include "common/shape.h"
 
 namespace etrt::profile {
@@ -46,13 +47,13 @@ class ProfileTable {
   ProfileTable() = default;
 
   /// Builds `*out` from the engine's `num_profiles` and its inputs' bounds, in
-  /// engine input order. Refuses, leaving `*out` untouched and a message in
-  /// `*error` (if non-null), when: num_profiles < 1; an input has bounds for a
+  /// engine input order. Refuses with InvalidArgument, leaving `*out` untouched
+  /// and a message in `why`, when: num_profiles < 1; an input has bounds for a
   /// different number of profiles; a rank is negative or above kMaxRank; the
   /// rank differs between min/opt/max or across profiles; a bound is
   /// negative; or min > opt or opt > max in some dimension.
-  [[nodiscard]] static bool build(int32_t num_profiles, Span<const InputBounds> inputs, ProfileTable* out,
-                                  std::string* error);
+  [[nodiscard]] static Error build(int32_t num_profiles, Span<const InputBounds> inputs, ProfileTable* out,
+                                   Diagnostic& why);
 
   /// Number of optimization profiles (>= 1 once built).
   int32_t num_profiles() const noexcept { return num_profiles_; }

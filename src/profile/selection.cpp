@@ -25,40 +25,40 @@ constexpr bool in_range(int64_t value, int64_t min, uint64_t span) {
 
 // ---- message pieces (cold) ----
 
-void begin(const ProfileTable& table, Diagnostic* why) {
-  why->clear();
-  if (!table.label().empty()) why->append("%s: ", table.label().c_str());
+void begin(const ProfileTable& table, Diagnostic& why) {
+  why.clear();
+  if (!table.label().empty()) why.append("%s: ", table.label().c_str());
 }
 
 // "[1, 2048]"; a rank outside [0, kMaxRank] is printed, never dereferenced.
-void append_shape(Diagnostic* why, const Shape& shape) {
+void append_shape(Diagnostic& why, const Shape& shape) {
   if (shape.rank < 0 || shape.rank > kMaxRank) {
-    why->append("<invalid rank %" PRId32 ">", shape.rank);
+    why.append("<invalid rank %" PRId32 ">", shape.rank);
     return;
   }
-  why->append("[");
-  for (int32_t d = 0; d < shape.rank; ++d) why->append("%s%" PRId64, d == 0 ? "" : ", ", shape[d]);
-  why->append("]");
+  why.append("[");
+  for (int32_t d = 0; d < shape.rank; ++d) why.append("%s%" PRId64, d == 0 ? "" : ", ", shape[d]);
+  why.append("]");
 }
 
 // One dimension's accepted values: "7" when fixed, "1..2048" when a range.
-void append_range(Diagnostic* why, int64_t min, int64_t max) {
+void append_range(Diagnostic& why, int64_t min, int64_t max) {
   if (min == max) {
-    why->append("%" PRId64, min);
+    why.append("%" PRId64, min);
   } else {
-    why->append("%" PRId64 "..%" PRId64, min, max);
+    why.append("%" PRId64 "..%" PRId64, min, max);
   }
 }
 
 // "[1, 1..2048]": input `input`'s bounds in `profile`.
-void append_bounds(Diagnostic* why, const ProfileTable& table, int32_t profile, int32_t input) {
+void append_bounds(Diagnostic& why, const ProfileTable& table, int32_t profile, int32_t input) {
   const ShapeBounds b = table.bounds(profile, input);
-  why->append("[");
+  why.append("[");
   for (int32_t d = 0; d < b.min.rank; ++d) {
-    why->append("%s", d == 0 ? "" : ", ");
+    why.append("%s", d == 0 ? "" : ", ");
     append_range(why, b.min[d], b.max[d]);
   }
-  why->append("]");
+  why.append("]");
 }
 
 // Every dimension of every input inside `profile` (structure already checked).
@@ -73,153 +73,144 @@ bool fits_fully(const ProfileTable& table, int32_t profile, Span<const Shape> sh
   return true;
 }
 
-void append_valid_indices(Diagnostic* why, int32_t num_profiles) {
+void append_valid_indices(Diagnostic& why, int32_t num_profiles) {
   if (num_profiles == 1) {
-    why->append("1 optimization profile (valid index: 0)");
+    why.append("1 optimization profile (valid index: 0)");
   } else {
-    why->append("%" PRId32 " optimization profiles (valid indices: 0..%" PRId32 ")", num_profiles, num_profiles - 1);
+    why.append("%" PRId32 " optimization profiles (valid indices: 0..%" PRId32 ")", num_profiles, num_profiles - 1);
   }
 }
 
-// ---- refusals (cold); each returns false so callers can `return refuse_...` ----
+// ---- refusals (cold); each returns InvalidArgument so callers can `return refuse_...` ----
 
-ETRT_COLD bool refuse_empty(const ProfileTable& table, Diagnostic* why) {
-  if (why == nullptr) return false;
+ETRT_COLD Error refuse_empty(const ProfileTable& table, Diagnostic& why) {
   begin(table, why);
-  why->append(
+  why.append(
       "the profile table is empty (ProfileTable::build() was not called or failed), so no profile can "
       "be chosen. Build the table from the engine at init() and refuse to load if that fails.");
-  return false;
+  return Error::InvalidArgument;
 }
 
-ETRT_COLD bool refuse_pin_out_of_range(const ProfileTable& table, int32_t index, Diagnostic* why) {
-  if (why == nullptr) return false;
+ETRT_COLD Error refuse_pin_out_of_range(const ProfileTable& table, int32_t index, Diagnostic& why) {
   begin(table, why);
-  why->append("optimization profile %" PRId32 " was pinned (etrt::OptimizationProfileGuard(%" PRId32
-              ")), but this engine has ",
-              index, index);
+  why.append("optimization profile %" PRId32 " was pinned (etrt::OptimizationProfileGuard(%" PRId32
+             ")), but this engine has ",
+             index, index);
   append_valid_indices(why, table.num_profiles());
-  why->append(
+  why.append(
       ". Pin a valid index, or use etrt::OptimizationProfileGuard::automatic() to choose from the input "
       "shapes.");
-  return false;
+  return Error::InvalidArgument;
 }
 
-ETRT_COLD bool refuse_pin_on_dynamic_single(const ProfileTable& table, int32_t index, Diagnostic* why) {
-  if (why == nullptr) return false;
+ETRT_COLD Error refuse_pin_on_dynamic_single(const ProfileTable& table, int32_t index, Diagnostic& why) {
   const DimRef key = table.distinguishing_dims()[0];
   const ShapeBounds b = table.bounds(0, key.input);
   begin(table, why);
-  why->append("optimization profile %" PRId32 " was pinned (etrt::OptimizationProfileGuard(%" PRId32
-              ")), but this engine has a single optimization profile and dynamic inputs (input '%s' dimension %" PRId32
-              " accepts ",
-              index, index, table.input_name(key.input).c_str(), key.dim);
+  why.append("optimization profile %" PRId32 " was pinned (etrt::OptimizationProfileGuard(%" PRId32
+             ")), but this engine has a single optimization profile and dynamic inputs (input '%s' dimension %" PRId32
+             " accepts ",
+             index, index, table.input_name(key.input).c_str(), key.dim);
   append_range(why, b.min[key.dim], b.max[key.dim]);
-  why->append("), so it cannot honor profile %" PRId32
-              " and will not silently run profile 0 in its place. Pin profile 0 around the calls that reach this "
-              "delegate, or rebuild its engine with the same optimization profiles as the others (profile %" PRId32
-              " included).",
-              index, index);
-  return false;
+  why.append("), so it cannot honor profile %" PRId32
+             " and will not silently run profile 0 in its place. Pin profile 0 around the calls that reach this "
+             "delegate, or rebuild its engine with the same optimization profiles as the others (profile %" PRId32
+             " included).",
+             index, index);
+  return Error::InvalidArgument;
 }
 
-ETRT_COLD bool refuse_input_count(const ProfileTable& table, Span<const Shape> shapes, Diagnostic* why) {
-  if (why == nullptr) return false;
+ETRT_COLD Error refuse_input_count(const ProfileTable& table, Span<const Shape> shapes, Diagnostic& why) {
   begin(table, why);
-  why->append("got %zu input shapes, but the engine has %" PRId32 " inputs (", shapes.size(), table.num_inputs());
+  why.append("got %zu input shapes, but the engine has %" PRId32 " inputs (", shapes.size(), table.num_inputs());
   for (int32_t i = 0; i < table.num_inputs(); ++i) {
-    why->append("%s'%s'", i == 0 ? "" : ", ", table.input_name(i).c_str());
+    why.append("%s'%s'", i == 0 ? "" : ", ", table.input_name(i).c_str());
   }
-  why->append("). Pass exactly one tensor per engine input, in engine order.");
-  return false;
+  why.append("). Pass exactly one tensor per engine input, in engine order.");
+  return Error::InvalidArgument;
 }
 
-ETRT_COLD bool refuse_rank(const ProfileTable& table, int32_t input, const Shape& shape, Diagnostic* why) {
-  if (why == nullptr) return false;
+ETRT_COLD Error refuse_rank(const ProfileTable& table, int32_t input, const Shape& shape, Diagnostic& why) {
   begin(table, why);
-  why->append("input '%s' (input %" PRId32 ") has rank %" PRId32 " (shape ", table.input_name(input).c_str(), input,
-              shape.rank);
+  why.append("input '%s' (input %" PRId32 ") has rank %" PRId32 " (shape ", table.input_name(input).c_str(), input,
+             shape.rank);
   append_shape(why, shape);
-  why->append("), but the engine expects rank %" PRId32 " in every profile (profile 0 accepts ", table.rank(input));
+  why.append("), but the engine expects rank %" PRId32 " in every profile (profile 0 accepts ", table.rank(input));
   append_bounds(why, table, 0, input);
-  why->append("). Reshape the input to rank %" PRId32 ".", table.rank(input));
-  return false;
+  why.append("). Reshape the input to rank %" PRId32 ".", table.rank(input));
+  return Error::InvalidArgument;
 }
 
-ETRT_COLD bool refuse_no_fit(const ProfileTable& table, AutoPolicy policy, int32_t active_profile,
-                             Span<const Shape> shapes, Diagnostic* why) {
-  if (why == nullptr) return false;
+ETRT_COLD Error refuse_no_fit(const ProfileTable& table, AutoPolicy policy, int32_t active_profile,
+                              Span<const Shape> shapes, Diagnostic& why) {
   begin(table, why);
-  why->append("no optimization profile accepts these input shapes (automatic selection, policy %s",
-              policy_name(policy));
+  why.append("no optimization profile accepts these input shapes (automatic selection, policy %s", policy_name(policy));
   if (policy == AutoPolicy::kStickyFirstFit && active_profile >= 0 && active_profile < table.num_profiles()) {
-    why->append(", active profile %" PRId32, active_profile);
+    why.append(", active profile %" PRId32, active_profile);
   }
-  why->append("; a..b is an inclusive range).\n  inputs:");
+  why.append("; a..b is an inclusive range).\n  inputs:");
   for (int32_t i = 0; i < table.num_inputs(); ++i) {
-    why->append("%s %s ", i == 0 ? "" : ",", table.input_name(i).c_str());
+    why.append("%s %s ", i == 0 ? "" : ",", table.input_name(i).c_str());
     append_shape(why, shapes[static_cast<size_t>(i)]);
   }
   for (int32_t p = 0; p < table.num_profiles(); ++p) {
-    why->append("\n  profile %" PRId32 ":", p);
+    why.append("\n  profile %" PRId32 ":", p);
     for (int32_t i = 0; i < table.num_inputs(); ++i) {
-      why->append("%s %s ", i == 0 ? "" : ",", table.input_name(i).c_str());
+      why.append("%s %s ", i == 0 ? "" : ",", table.input_name(i).c_str());
       append_bounds(why, table, p, i);
     }
   }
-  why->append(
+  why.append(
       "\nReshape the inputs to fit one profile, or pin a profile with etrt::OptimizationProfileGuard(index) "
       "to be told which dimension it rejects.");
-  return false;
+  return Error::InvalidArgument;
 }
 
-ETRT_COLD bool refuse_profile_index(const ProfileTable& table, int32_t profile, Diagnostic* why) {
-  if (why == nullptr) return false;
+ETRT_COLD Error refuse_profile_index(const ProfileTable& table, int32_t profile, Diagnostic& why) {
   begin(table, why);
-  why->append("cannot validate inputs against optimization profile %" PRId32 ": this engine has ", profile);
+  why.append("cannot validate inputs against optimization profile %" PRId32 ": this engine has ", profile);
   append_valid_indices(why, table.num_profiles());
-  why->append(". Choose the profile with choose_profile() first.");
-  return false;
+  why.append(". Choose the profile with choose_profile() first.");
+  return Error::InvalidArgument;
 }
 
-ETRT_COLD bool refuse_dim(const ProfileTable& table, int32_t profile, int32_t input, int32_t dim,
-                          Span<const Shape> shapes, Diagnostic* why) {
-  if (why == nullptr) return false;
+ETRT_COLD Error refuse_dim(const ProfileTable& table, int32_t profile, int32_t input, int32_t dim,
+                           Span<const Shape> shapes, Diagnostic& why) {
   const ShapeBounds b = table.bounds(profile, input);
   const char* name = table.input_name(input).c_str();
   begin(table, why);
-  why->append("input '%s' (input %" PRId32 ") dimension %" PRId32 " is %" PRId64 ", outside [%" PRId64 ", %" PRId64
-              "] in optimization profile %" PRId32 " (shape ",
-              name, input, dim, shapes[static_cast<size_t>(input)][dim], b.min[dim], b.max[dim], profile);
+  why.append("input '%s' (input %" PRId32 ") dimension %" PRId32 " is %" PRId64 ", outside [%" PRId64 ", %" PRId64
+             "] in optimization profile %" PRId32 " (shape ",
+             name, input, dim, shapes[static_cast<size_t>(input)][dim], b.min[dim], b.max[dim], profile);
   append_shape(why, shapes[static_cast<size_t>(input)]);
-  why->append("; profile %" PRId32 " accepts %s ", profile, name);
+  why.append("; profile %" PRId32 " accepts %s ", profile, name);
   append_bounds(why, table, profile, input);
-  why->append("). ");
+  why.append("). ");
   for (int32_t q = 0; q < table.num_profiles(); ++q) {
     if (q != profile && fits_fully(table, q, shapes)) {
-      why->append("Profile %" PRId32 " accepts these input shapes: pin it with etrt::OptimizationProfileGuard(%" PRId32
-                  "), or let etrt::OptimizationProfileGuard::automatic() choose.",
-                  q, q);
-      return false;
+      why.append("Profile %" PRId32 " accepts these input shapes: pin it with etrt::OptimizationProfileGuard(%" PRId32
+                 "), or let etrt::OptimizationProfileGuard::automatic() choose.",
+                 q, q);
+      return Error::InvalidArgument;
     }
   }
-  why->append("No profile of this engine accepts these input shapes; reshape '%s' so dimension %" PRId32
-              " fits a profile (",
-              name, dim);
+  why.append("No profile of this engine accepts these input shapes; reshape '%s' so dimension %" PRId32
+             " fits a profile (",
+             name, dim);
   for (int32_t q = 0; q < table.num_profiles(); ++q) {
     const ShapeBounds qb = table.bounds(q, input);
-    why->append("%sprofile %" PRId32 ": ", q == 0 ? "" : ", ", q);
+    why.append("%sprofile %" PRId32 ": ", q == 0 ? "" : ", ", q);
     append_range(why, qb.min[dim], qb.max[dim]);
   }
-  why->append(").");
-  return false;
+  why.append(").");
+  return Error::InvalidArgument;
 }
 
 // ---- the accepting path ----
 
 // One shape per input, each of the engine's rank. Everything after this may
 // index shapes[i][d] for d < rank(i).
-inline bool check_structure(const ProfileTable& table, Span<const Shape> shapes, Diagnostic* why) {
+inline Error check_structure(const ProfileTable& table, Span<const Shape> shapes, Diagnostic& why) {
   const int32_t num_inputs = table.num_inputs();
   if (shapes.size() != static_cast<size_t>(num_inputs)) return refuse_input_count(table, shapes, why);
   for (int32_t i = 0; i < num_inputs; ++i) {
@@ -227,7 +218,7 @@ inline bool check_structure(const ProfileTable& table, Span<const Shape> shapes,
       return refuse_rank(table, i, shapes[static_cast<size_t>(i)], why);
     }
   }
-  return true;
+  return Error::Ok;
 }
 
 // shapes[input].d[dim] for a precomputed byte offset (ranks already checked).
@@ -282,8 +273,8 @@ struct SelectionAccess {
 
   // choose_profile(); `*by_shape` tells whether the keys placed the shapes in
   // the chosen profile (automatic selection over several profiles).
-  static bool choose(const ProfileTable& table, const ProfileRequest& request, int32_t active_profile,
-                     Span<const Shape> input_shapes, Choice* chosen, bool* by_shape, Diagnostic* why) {
+  static Error choose(const ProfileTable& table, const ProfileRequest& request, int32_t active_profile,
+                      Span<const Shape> input_shapes, Choice* chosen, bool* by_shape, Diagnostic& why) {
     const int32_t num_profiles = table.num_profiles_;
     if (num_profiles < 1) return refuse_empty(table, why);
 
@@ -302,7 +293,7 @@ struct SelectionAccess {
         choice.profile = index;
       }
     }
-    if (!check_structure(table, input_shapes, why)) return false;
+    if (const Error structure = check_structure(table, input_shapes, why); structure != Error::Ok) return structure;
 
     *by_shape = request.kind == Kind::kAuto && num_profiles > 1;
     if (*by_shape) {
@@ -318,7 +309,7 @@ struct SelectionAccess {
       }
     }
     *chosen = choice;
-    return true;
+    return Error::Ok;
   }
 };
 
@@ -332,14 +323,14 @@ const char* policy_name(AutoPolicy policy) noexcept {
   return "unknown";
 }
 
-bool choose_profile(const ProfileTable& table, const ProfileRequest& request, int32_t active_profile,
-                    Span<const Shape> input_shapes, Choice* chosen, Diagnostic* why) noexcept {
+Error choose_profile(const ProfileTable& table, const ProfileRequest& request, int32_t active_profile,
+                     Span<const Shape> input_shapes, Choice* chosen, Diagnostic& why) noexcept {
   bool by_shape = false;
   return SelectionAccess::choose(table, request, active_profile, input_shapes, chosen, &by_shape, why);
 }
 
-bool validate_shapes(const ProfileTable& table, int32_t profile, Span<const Shape> input_shapes,
-                     Diagnostic* why) noexcept {
+Error validate_shapes(const ProfileTable& table, int32_t profile, Span<const Shape> input_shapes,
+                      Diagnostic& why) noexcept {
   if (table.num_profiles() < 1) return refuse_empty(table, why);
   if (profile < 0 || profile >= table.num_profiles()) return refuse_profile_index(table, profile, why);
   const int32_t num_inputs = table.num_inputs();
@@ -356,14 +347,15 @@ bool validate_shapes(const ProfileTable& table, int32_t profile, Span<const Shap
     }
     r += rank;
   }
-  return true;
+  return Error::Ok;
 }
 
-bool choose_and_validate(const ProfileTable& table, const ProfileRequest& request, int32_t active_profile,
-                         Span<const Shape> input_shapes, Choice* chosen, Diagnostic* why) noexcept {
+Error choose_and_validate(const ProfileTable& table, const ProfileRequest& request, int32_t active_profile,
+                          Span<const Shape> input_shapes, Choice* chosen, Diagnostic& why) noexcept {
   Choice choice;
   bool by_shape = false;
-  if (!SelectionAccess::choose(table, request, active_profile, input_shapes, &choice, &by_shape, why)) return false;
+  const Error chose = SelectionAccess::choose(table, request, active_profile, input_shapes, &choice, &by_shape, why);
+  if (chose != Error::Ok) return chose;
   // The structure is checked, and where the keys chose the profile they are
   // known to fit it: only what is left needs looking at.
   const bool fits =
@@ -371,9 +363,12 @@ bool choose_and_validate(const ProfileTable& table, const ProfileRequest& reques
                : SelectionAccess::all_dims_fit(table, choice.profile, input_shapes);
   // On a misfit, validate_shapes() writes exactly the message the two-call
   // path would have written.
-  if (!fits && !validate_shapes(table, choice.profile, input_shapes, why)) return false;
+  if (!fits) {
+    const Error validated = validate_shapes(table, choice.profile, input_shapes, why);
+    if (validated != Error::Ok) return validated;
+  }
   *chosen = choice;
-  return true;
+  return Error::Ok;
 }
 
 }  // namespace etrt::profile

@@ -10,9 +10,9 @@
 
 #include <cstdint>
 
+#include "common/error.h"
 #include "common/shape.h"
 #include "etrt/profile_guard.h"
-#include "common/diagnostic.h"
 #include "profile/profile_table.h"
 
 namespace etrt::profile {
@@ -44,29 +44,30 @@ struct Choice {
 ///    "Fits" compares only distinguishing dimensions; validate_shapes() checks
 ///    the rest. No fit: refused, listing every profile's bounds.
 ///
-/// Returns true and sets `*chosen` (required), or returns false and, when
-/// `why` is non-null, leaves a message there naming the table's label, the
-/// inputs, dimensions, values and bounds involved, and what to do. `*chosen`
-/// is untouched on refusal; `why` is untouched on success.
-[[nodiscard]] bool choose_profile(const ProfileTable& table, const ProfileRequest& request, int32_t active_profile,
-                                  Span<const Shape> input_shapes, Choice* chosen, Diagnostic* why) noexcept;
+/// Returns Ok and sets `*chosen` (required), or returns InvalidArgument and
+/// leaves a message in `why` naming the table's label, the inputs,
+/// dimensions, values and bounds involved, and what to do. `*chosen` is
+/// untouched on refusal; `why` is untouched on success.
+[[nodiscard]] Error choose_profile(const ProfileTable& table, const ProfileRequest& request, int32_t active_profile,
+                                   Span<const Shape> input_shapes, Choice* chosen, Diagnostic& why) noexcept;
 
 /// Checks every input's rank and every dimension against `profile`'s
-/// [min, max]. Returns false for an out-of-range `profile`, a wrong number of
-/// shapes, a rank mismatch or a dimension outside its range, with a message in
-/// `why` (when non-null) naming the input, dimension, value, profile and its
+/// [min, max]. Returns InvalidArgument for an out-of-range `profile`, a wrong
+/// number of shapes, a rank mismatch or a dimension outside its range, with a
+/// message in `why` naming the input, dimension, value, profile and its
 /// bounds, and what to do: a profile that would accept the shapes if there is
 /// one, otherwise the ranges that would. `why` is untouched on success.
-[[nodiscard]] bool validate_shapes(const ProfileTable& table, int32_t profile, Span<const Shape> input_shapes,
-                                   Diagnostic* why) noexcept;
+[[nodiscard]] Error validate_shapes(const ProfileTable& table, int32_t profile, Span<const Shape> input_shapes,
+                                    Diagnostic& why) noexcept;
 
 /// choose_profile() followed by validate_shapes() on the chosen profile, in
 /// one call: the same result, `*chosen` and message as the two calls, with
 /// less work (the inputs' structure is checked once, and dimensions the
 /// selection already compared are not compared again). This is the call an
 /// execute() makes.
-[[nodiscard]] bool choose_and_validate(const ProfileTable& table, const ProfileRequest& request, int32_t active_profile,
-                                       Span<const Shape> input_shapes, Choice* chosen, Diagnostic* why) noexcept;
+[[nodiscard]] Error choose_and_validate(const ProfileTable& table, const ProfileRequest& request,
+                                        int32_t active_profile, Span<const Shape> input_shapes, Choice* chosen,
+                                        Diagnostic& why) noexcept;
 
 /// "sticky-first-fit" or "first-fit", as the docs and messages spell them.
 const char* policy_name(AutoPolicy policy) noexcept;

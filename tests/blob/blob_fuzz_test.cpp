@@ -27,21 +27,21 @@ void check_one(const std::vector<uint8_t>& bytes, Outcome* outcome) {
   const std::unique_ptr<uint8_t[]> copy(new uint8_t[bytes.empty() ? 1 : bytes.size()]);
   std::copy(bytes.begin(), bytes.end(), copy.get());
   ParsedBlob parsed;
-  std::string error;
-  if (!parse_blob(copy.get(), bytes.size(), &parsed, &error)) {
+  Diagnostic error;
+  if (parse_blob(copy.get(), bytes.size(), &parsed, error) != Error::Ok) {
     ++outcome->refused;
-    ASSERT_EQ(error.rfind("TensorRT blob: ", 0), 0u) << error;
+    ASSERT_EQ(std::string(error.c_str()).rfind("TensorRT blob: ", 0), 0u) << error.c_str();
     return;
   }
   ++outcome->accepted;
   ASSERT_GE(parsed.engine, copy.get() + kHeaderSize);
   ASSERT_LE(parsed.engine + parsed.engine_size, copy.get() + bytes.size());
   ASSERT_GT(parsed.engine_size, 0u);
-  std::string why;
-  ASSERT_TRUE(validate_metadata(parsed.metadata, &why)) << why;
+  Diagnostic why;
+  ASSERT_EQ(validate_metadata(parsed.metadata, why), Error::Ok) << why.c_str();
   const std::vector<uint8_t> rewritten = write_blob(parsed.metadata, parsed.engine, parsed.engine_size);
   ParsedBlob again;
-  ASSERT_TRUE(parse_blob(rewritten.data(), rewritten.size(), &again, &why)) << why;
+  ASSERT_EQ(parse_blob(rewritten.data(), rewritten.size(), &again, why), Error::Ok) << why.c_str();
   ASSERT_EQ(again.metadata, parsed.metadata);
 }
 

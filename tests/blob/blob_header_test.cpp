@@ -34,19 +34,22 @@ TEST(BlobHeader, RefusesEmptyData) {
 
 TEST(BlobHeader, RefusesNullDataAndNullOut) {
   ParsedBlob parsed;
-  std::string error;
-  EXPECT_FALSE(parse_blob(nullptr, 64, &parsed, &error));
-  EXPECT_BLOB_ERROR(error, "null");
+  Diagnostic error;
+  EXPECT_EQ(parse_blob(nullptr, 64, &parsed, error), Error::InvalidArgument);
+  EXPECT_BLOB_ERROR(error.c_str(), "null");
   const std::vector<uint8_t> blob = valid_blob();
-  EXPECT_FALSE(parse_blob(blob.data(), blob.size(), nullptr, &error));
-  EXPECT_BLOB_ERROR(error, "out is null");
+  EXPECT_EQ(parse_blob(blob.data(), blob.size(), nullptr, error), Error::InvalidArgument);
+  EXPECT_BLOB_ERROR(error.c_str(), "out is null");
 }
 
-TEST(BlobHeader, ToleratesANullErrorPointer) {
+TEST(BlobHeader, LeavesOutUntouchedOnRefusal) {
   ParsedBlob parsed;
+  parsed.magic = "kept";
   std::vector<uint8_t> blob = valid_blob();
   blob[0] = 'X';
-  EXPECT_FALSE(parse_blob(blob.data(), blob.size(), &parsed, nullptr));
+  Diagnostic why;
+  EXPECT_EQ(parse_blob(blob.data(), blob.size(), &parsed, why), Error::InvalidArgument);
+  EXPECT_EQ(parsed.magic, "kept");
 }
 
 TEST(BlobHeader, RefusesAnUnknownMagicAndQuotesItSafely) {

@@ -68,8 +68,8 @@ TEST(BlobLimits, MetadataAboveSixteenMebibytesIsRefusedBeforeParsing) {
   const std::string at_limit = prefix + std::string(kMaxMetadataSize - prefix.size() - 2, 'a') + "\"}";
   ASSERT_EQ(at_limit.size(), kMaxMetadataSize);
   Metadata parsed;
-  std::string error;
-  EXPECT_TRUE(parse_metadata_json(at_limit.data(), at_limit.size(), &parsed, &error)) << error;
+  Diagnostic error;
+  EXPECT_EQ(parse_metadata_json(at_limit.data(), at_limit.size(), &parsed, error), Error::Ok) << error.c_str();
   const std::string over = prefix + std::string(kMaxMetadataSize - prefix.size() - 1, 'a') + "\"}";
   EXPECT_BLOB_ERROR(parse_error(over),
                     "metadata (16777217 bytes at offset 32) is larger than the limit of 16777216 "
@@ -79,22 +79,22 @@ TEST(BlobLimits, MetadataAboveSixteenMebibytesIsRefusedBeforeParsing) {
 TEST(BlobLimits, TheSignatureIsHeldToTheProfileLimits) {
   Metadata m = testing::llm_metadata();
   m.profile_signature->num_profiles = kMaxProfiles + 1;
-  std::string error;
-  EXPECT_FALSE(validate_metadata(m, &error));
-  EXPECT_BLOB_ERROR(error, "profile_signature.num_profiles is 257, above the limit of 256");
+  Diagnostic error;
+  EXPECT_EQ(validate_metadata(m, error), Error::InvalidArgument);
+  EXPECT_BLOB_ERROR(error.c_str(), "profile_signature.num_profiles is 257, above the limit of 256");
   // A signature of 2^31 - 1 profiles describing no input: refused at once, nothing built per profile.
   EXPECT_BLOB_ERROR(parse_error(R"({"io_bindings":[],"profile_signature":{"num_profiles":2147483647,"inputs":[]}})"),
                     "profile_signature.num_profiles is 2147483647, above the limit of 256");
   // 32769 symbolic dims x 2 profiles is above the table limit.
   m = testing::llm_metadata();
   m.profile_signature->symbolic_dims.assign(kMaxProfileEntries / 2 + 1, m.profile_signature->symbolic_dims[0]);
-  EXPECT_FALSE(validate_metadata(m, &error));
-  EXPECT_BLOB_ERROR(error,
+  EXPECT_EQ(validate_metadata(m, error), Error::InvalidArgument);
+  EXPECT_BLOB_ERROR(error.c_str(),
                     "profile_signature has 32769 symbolic dims x 2 profiles = 65538 entries, above the limit "
                     "of 65536");
   m.profile_signature->symbolic_dims.assign(kMaxSymbolicDims + 1, m.profile_signature->symbolic_dims[0]);
-  EXPECT_FALSE(validate_metadata(m, &error));
-  EXPECT_BLOB_ERROR(error,
+  EXPECT_EQ(validate_metadata(m, error), Error::InvalidArgument);
+  EXPECT_BLOB_ERROR(error.c_str(),
                     "metadata field 'profile_signature.symbolic_dims' has 131073 entries, above the limit of "
                     "131072");
 }
@@ -103,9 +103,9 @@ TEST(BlobLimits, TheWriterRefusesWhatTheReaderWould) {
   Metadata m;
   for (size_t k = 0; k <= kMaxIoBindings; ++k) m.io_bindings.push_back({"b" + std::to_string(k), "", {}, true});
   EXPECT_TRUE(write(m).empty());
-  std::string error;
-  EXPECT_FALSE(validate_metadata(m, &error));
-  EXPECT_BLOB_ERROR(error, "metadata field 'io_bindings' has 16385 entries, above the limit of 16384");
+  Diagnostic error;
+  EXPECT_EQ(validate_metadata(m, error), Error::InvalidArgument);
+  EXPECT_BLOB_ERROR(error.c_str(), "metadata field 'io_bindings' has 16385 entries, above the limit of 16384");
   m.io_bindings.resize(1);
   m.io_bindings[0].name = std::string(kMaxNameLength + 1, 'n');
   EXPECT_TRUE(write(m).empty());
@@ -124,7 +124,7 @@ TEST(BlobLimits, NamesInMessagesHaveControlCharactersEscaped) {
   EXPECT_EQ(detail::escape_name("bad\xff"), "bad\\xff");
   // A NUL cannot name a TensorRT tensor (its names are C strings): refused, and the message is whole.
   const std::string error = parse_error(std::string(R"({"io_bindings":[{"name":"in\u0000put"}]})"));
-  EXPECT_BLOB_ERROR(error, "io_bindings[0].name 'in\\x00put' contains a NUL byte", "re-export the model");
+  EXPECT_BLOB_ERROR(error.c_str(), "io_bindings[0].name 'in\\x00put' contains a NUL byte", "re-export the model");
   EXPECT_EQ(error.find('\0'), std::string::npos);
   // Other control characters are legal in a name, and escaped wherever one is quoted.
   EXPECT_BLOB_ERROR(parse_error(std::string(R"({"io_bindings":[{"name":"a\nb"},{"name":"a\nb"}]})")),

@@ -93,8 +93,8 @@ TEST(BlobMetadata, AcceptsInputsAndOutputsInterleaved) {
                                     R"({"name":"b"})");
   EXPECT_EQ(parse_error(json), "");
   Metadata m;
-  std::string error;
-  ASSERT_TRUE(parse_metadata_json(json.data(), json.size(), &m, &error)) << error;
+  Diagnostic error;
+  ASSERT_EQ(parse_metadata_json(json.data(), json.size(), &m, error), Error::Ok) << error.c_str();
   ASSERT_EQ(m.io_bindings.size(), 4u);
   EXPECT_EQ(m.io_bindings[0].name, "y");
   EXPECT_FALSE(m.io_bindings[0].is_input);
@@ -108,11 +108,11 @@ TEST(BlobMetadata, KeepsAnAliasKindItDoesNotKnow) {
   // The readers stay tolerant so tools can show the kind; the backend refuses the delegate at load.
   const std::string json = json_with(R"("aliased_io":[{"output":"y","input":"x","kind":"rotary"}])");
   Metadata m;
-  std::string error;
-  ASSERT_TRUE(parse_metadata_json(json.data(), json.size(), &m, &error)) << error;
+  Diagnostic error;
+  ASSERT_EQ(parse_metadata_json(json.data(), json.size(), &m, error), Error::Ok) << error.c_str();
   ASSERT_EQ(m.aliased_io.size(), 1u);
   EXPECT_EQ(m.aliased_io[0].kind, "rotary");
-  EXPECT_TRUE(validate_metadata(m, &error)) << error;
+  EXPECT_EQ(validate_metadata(m, error), Error::Ok) << error.c_str();
 }
 
 TEST(BlobMetadata, RefusesABindingNameThatIsNotAString) {
@@ -246,11 +246,11 @@ TEST(BlobMetadata, ReportsInvalidUtf8WithItsOffset) {
 
 TEST(BlobMetadata, ParseMetadataJsonReportsWithoutAnOffset) {
   Metadata m;
-  std::string error;
-  EXPECT_FALSE(parse_metadata_json("{", 1, &m, &error));
-  EXPECT_BLOB_ERROR(error, "metadata (1 bytes) is not valid JSON");
-  EXPECT_FALSE(parse_metadata_json(nullptr, 0, &m, &error));
-  EXPECT_BLOB_ERROR(error, "metadata (0 bytes) is not valid JSON");
+  Diagnostic error;
+  EXPECT_EQ(parse_metadata_json("{", 1, &m, error), Error::InvalidArgument);
+  EXPECT_BLOB_ERROR(error.c_str(), "metadata (1 bytes) is not valid JSON");
+  EXPECT_EQ(parse_metadata_json(nullptr, 0, &m, error), Error::InvalidArgument);
+  EXPECT_BLOB_ERROR(error.c_str(), "metadata (0 bytes) is not valid JSON");
 }
 
 TEST(BlobMetadata, UsesBothBindingsInTheHelperFixture) {

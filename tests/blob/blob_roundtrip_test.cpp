@@ -17,8 +17,8 @@ using testing::write;
 
 ParsedBlob parse_ok(const std::vector<uint8_t>& blob) {
   ParsedBlob parsed;
-  std::string error;
-  EXPECT_TRUE(parse_blob(blob.data(), blob.size(), &parsed, &error)) << error;
+  Diagnostic error;
+  EXPECT_EQ(parse_blob(blob.data(), blob.size(), &parsed, error), Error::Ok) << error.c_str();
   return parsed;
 }
 
@@ -204,8 +204,8 @@ TEST(BlobRoundTrip, ExtremeIntegersSurvive) {
 TEST(BlobRoundTrip, ParseMetadataJsonReadsTheJsonAlone) {
   const std::string json = metadata_to_json(llm_metadata());
   Metadata m;
-  std::string error;
-  ASSERT_TRUE(parse_metadata_json(json.data(), json.size(), &m, &error)) << error;
+  Diagnostic error;
+  ASSERT_EQ(parse_metadata_json(json.data(), json.size(), &m, error), Error::Ok) << error.c_str();
   EXPECT_EQ(m, llm_metadata());
 }
 

@@ -13,8 +13,11 @@ using testing::llm_metadata;
 using testing::parse_error;
 
 std::string validation_error(const Metadata& m) {
-  std::string error;
-  return validate_metadata(m, &error) ? std::string() : error;
+  Diagnostic why;
+  const Error status = validate_metadata(m, why);
+  if (status == Error::Ok) return std::string();
+  EXPECT_EQ(status, Error::InvalidArgument) << why.c_str();
+  return why.c_str();
 }
 
 // Each test breaks one thing in the LLM metadata and checks both that

@@ -80,14 +80,17 @@ inline std::vector<uint8_t> write(const Metadata& m, size_t engine_size = 16) {
   return write_blob(m, engine.data(), engine.size());
 }
 
-// Parses `blob` and returns the error, or "" when it parsed. Copies into an
+// Parses `blob` and returns the error, or "" when it parsed; a refusal must be InvalidArgument. Copies into an
 // exactly sized heap buffer so AddressSanitizer sees any read past the end.
 inline std::string parse_error(const std::vector<uint8_t>& blob) {
   const std::unique_ptr<uint8_t[]> copy(new uint8_t[blob.empty() ? 1 : blob.size()]);
   std::copy(blob.begin(), blob.end(), copy.get());
   ParsedBlob parsed;
-  std::string error;
-  return parse_blob(copy.get(), blob.size(), &parsed, &error) ? std::string() : error;
+  Diagnostic why;
+  const Error status = parse_blob(copy.get(), blob.size(), &parsed, why);
+  if (status == Error::Ok) return std::string();
+  EXPECT_EQ(status, Error::InvalidArgument) << why.c_str();
+  return why.c_str();
 }
 
 inline std::string parse_error(const std::string& json) { return parse_error(raw_blob(json)); }

@@ -113,8 +113,8 @@ TEST_P(ValidVector, ReaderReturnsTheDescribedMetadataAndEngine) {
   const std::vector<uint8_t> blob = read_bytes(kVectorDir / (GetParam() + ".blob"));
   const std::vector<uint8_t> engine = from_hex(description.at("engine_hex"));
   ParsedBlob parsed;
-  std::string error;
-  ASSERT_TRUE(parse_blob(blob.data(), blob.size(), &parsed, &error)) << error;
+  Diagnostic error;
+  ASSERT_EQ(parse_blob(blob.data(), blob.size(), &parsed, error), Error::Ok) << error.c_str();
   EXPECT_EQ(parsed.metadata, metadata_from_description(description.at("metadata")));
   EXPECT_EQ(parsed.magic, parsed.metadata.aliased_io.empty() ? "TR01" : "TR02");
   EXPECT_EQ(std::vector<uint8_t>(parsed.engine, parsed.engine + parsed.engine_size), engine);

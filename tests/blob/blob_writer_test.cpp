@@ -77,9 +77,9 @@ TEST(BlobWriter, RefusesMetadataTheReaderWouldRefuse) {
   m.io_bindings.push_back({"x", "", {}, false});
   const std::vector<uint8_t> engine = engine_bytes(4);
   EXPECT_TRUE(write_blob(m, engine.data(), engine.size()).empty());
-  std::string error;
-  EXPECT_FALSE(validate_metadata(m, &error));
-  EXPECT_BLOB_ERROR(error, "io_bindings[0] and io_bindings[3] are both named 'x'");
+  Diagnostic error;
+  EXPECT_EQ(validate_metadata(m, error), Error::InvalidArgument);
+  EXPECT_BLOB_ERROR(error.c_str(), "io_bindings[0] and io_bindings[3] are both named 'x'");
 }
 
 TEST(BlobWriter, WritesAnInputAfterAnOutputAsListed) {
@@ -89,38 +89,38 @@ TEST(BlobWriter, WritesAnInputAfterAnOutputAsListed) {
   const std::vector<uint8_t> blob = write_blob(m, engine.data(), engine.size());
   ASSERT_FALSE(blob.empty());
   ParsedBlob parsed;
-  std::string error;
-  ASSERT_TRUE(parse_blob(blob.data(), blob.size(), &parsed, &error)) << error;
+  Diagnostic error;
+  ASSERT_EQ(parse_blob(blob.data(), blob.size(), &parsed, error), Error::Ok) << error.c_str();
   EXPECT_EQ(parsed.metadata, m);
 }
 
 TEST(BlobWriter, RefusesStringsThatAreNotUtf8) {
   Metadata m = simple_metadata();
   m.target_platform = "\xFF";
-  std::string error;
-  EXPECT_FALSE(validate_metadata(m, &error));
-  EXPECT_BLOB_ERROR(error, "target_platform is not valid UTF-8");
+  Diagnostic error;
+  EXPECT_EQ(validate_metadata(m, error), Error::InvalidArgument);
+  EXPECT_BLOB_ERROR(error.c_str(), "target_platform is not valid UTF-8");
   m.target_platform.clear();
   m.io_bindings[1].dtype = "\xC3";
-  EXPECT_FALSE(validate_metadata(m, &error));
-  EXPECT_BLOB_ERROR(error, "io_bindings[1].dtype is not valid UTF-8");
+  EXPECT_EQ(validate_metadata(m, error), Error::InvalidArgument);
+  EXPECT_BLOB_ERROR(error.c_str(), "io_bindings[1].dtype is not valid UTF-8");
 }
 
 TEST(BlobWriter, RefusesAnEmptyAliasKind) {
   Metadata m = testing::llm_metadata();
   m.aliased_io[0].kind.clear();
-  std::string error;
-  EXPECT_FALSE(validate_metadata(m, &error));
-  EXPECT_BLOB_ERROR(error, "aliased_io[0].kind is empty");
+  Diagnostic error;
+  EXPECT_EQ(validate_metadata(m, error), Error::InvalidArgument);
+  EXPECT_BLOB_ERROR(error.c_str(), "aliased_io[0].kind is empty");
 }
 
 TEST(BlobWriter, AcceptsAnEmbeddedNulInAString) {
   Metadata m = simple_metadata();
   m.serialized_metadata = std::string("a\0b", 3);
   ParsedBlob parsed;
-  std::string error;
+  Diagnostic error;
   const std::vector<uint8_t> blob = testing::write(m);
-  ASSERT_TRUE(parse_blob(blob.data(), blob.size(), &parsed, &error)) << error;
+  ASSERT_EQ(parse_blob(blob.data(), blob.size(), &parsed, error), Error::Ok) << error.c_str();
   EXPECT_EQ(parsed.metadata.serialized_metadata, m.serialized_metadata);
 }
 

@@ -14,17 +14,19 @@
 namespace etrt::gpufree::testing {
 namespace {
 
-std::unique_ptr<Engine> deserialize(const void* data, size_t size, std::string* error) {
-  return engine::tensorrt::deserialize(data, size, 0, error);
+// The adapter's code for `data`, with its engine in `*out` on success.
+Error deserialize(const void* data, size_t size, std::unique_ptr<Engine>* out, Diagnostic& why) {
+  return engine::tensorrt::deserialize(data, size, 0, out, why);
 }
 
 TEST(AdapterLoad, BuilderBytesLoadAsAHostEngineDescribedAsDeclared) {
   Builder b = llm_builder(test_label());
   b.set_device_memory_size(5000);
   const std::vector<uint8_t> bytes = build_or_fail(b);
-  std::string error;
-  std::unique_ptr<Engine> engine = deserialize(bytes.data(), bytes.size(), &error);
-  ASSERT_NE(engine, nullptr) << error;
+  Diagnostic why;
+  std::unique_ptr<Engine> engine;
+  ASSERT_EQ(deserialize(bytes.data(), bytes.size(), &engine, why), Error::Ok) << why.c_str();
+  ASSERT_NE(engine, nullptr);
 
   EXPECT_EQ(engine->memory_kind(), engine::MemoryKind::kHost);
   ASSERT_EQ(engine->num_io_tensors(), 2);
@@ -42,11 +44,11 @@ TEST(AdapterLoad, BuilderBytesLoadAsAHostEngineDescribedAsDeclared) {
 
   ASSERT_EQ(engine->num_profiles(), 2);
   Shape min, opt, max;
-  ASSERT_TRUE(engine->profile_shape(kDecode, 0, &min, &opt, &max)) << engine->last_error();
+  ASSERT_EQ(engine->profile_shape(kDecode, 0, &min, &opt, &max, why), Error::Ok) << why.c_str();
   EXPECT_EQ(min, make_shape({1, 1}));
   EXPECT_EQ(opt, make_shape({1, 1}));
   EXPECT_EQ(max, make_shape({1, 1}));
-  ASSERT_TRUE(engine->profile_shape(kPrefill, 0, &min, &opt, &max)) << engine->last_error();
+  ASSERT_EQ(engine->profile_shape(kPrefill, 0, &min, &opt, &max, why), Error::Ok) << why.c_str();
   EXPECT_EQ(min, make_shape({1, 2}));
   EXPECT_EQ(opt, make_shape({1, 4}));
   EXPECT_EQ(max, make_shape({1, 8}));
@@ -57,26 +59,28 @@ TEST(AdapterLoad, ProfileShapeRefusesOutputsAndProfilesTheEngineLacks) {
   std::unique_ptr<Engine> engine = load_llm(test_label());
   ASSERT_NE(engine, nullptr);
   Shape min;
-  EXPECT_FALSE(engine->profile_shape(kDecode, 1, &min, nullptr, nullptr)) << "outputs have no profile bounds";
-  EXPECT_TRUE(has(engine->last_error(), "IO index 1 is not an input")) << engine->last_error();
-  EXPECT_FALSE(engine->profile_shape(2, 0, &min, nullptr, nullptr));
-  EXPECT_TRUE(has(engine->last_error(), "profile 2 does not exist; the engine has 2")) << engine->last_error();
-  EXPECT_FALSE(engine->profile_shape(kDecode, 7, &min, nullptr, nullptr));
+  Diagnostic why;
+  EXPECT_EQ(engine->profile_shape(kDecode, 1, &min, nullptr, nullptr, why), Error::InvalidArgument)
+      << "outputs have no profile bounds";
+  EXPECT_TRUE(has(why.c_str(), "IO index 1 is not an input")) << why.c_str();
+  EXPECT_EQ(engine->profile_shape(2, 0, &min, nullptr, nullptr, why), Error::InvalidArgument);
+  EXPECT_TRUE(has(why.c_str(), "profile 2 does not exist; the engine has 2")) << why.c_str();
+  EXPECT_EQ(engine->profile_shape(kDecode, 7, &min, nullptr, nullptr, why), Error::InvalidArgument);
 }
 
 TEST(AdapterLoad, TheBytesMayBeFreedOnceLoaded) {
   std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
-  std::string error;
-  std::unique_ptr<Engine> engine = deserialize(bytes.data(), bytes.size(), &error);
-  ASSERT_NE(engine, nullptr) << error;
+  Diagnostic why;
+  std::unique_ptr<Engine> engine;
+  ASSERT_EQ(deserialize(bytes.data(), bytes.size(), &engine, why), Error::Ok) << why.c_str();
   std::fill(bytes.begin(), bytes.end(), uint8_t{0xAB});
   bytes.clear();
   bytes.shrink_to_fit();
-  std::unique_ptr<ExecutionContext> context = engine->create_context({});
-  ASSERT_NE(context, nullptr) << engine->last_error();
+  std::unique_ptr<ExecutionContext> context = new_context(*engine);
+  ASSERT_NE(context, nullptr);
   AlignedVector<int64_t> ids = {3};
   AlignedVector<float> logits;
-  ASSERT_TRUE(run_llm(*context, ids, &logits)) << context->last_error();
+  ASSERT_EQ(run_llm(*context, ids, &logits, why), Error::Ok) << why.c_str();
   EXPECT_EQ(logits, expected_logits(ids));
 }
 
@@ -95,38 +99,40 @@ TEST(AdapterLoad, TheGpuFreeImplementationDeserializesWithoutADevice) {
 
 TEST(AdapterLoad, BadMagicIsRefusedNamingTheMagicAndTheFix) {
   const uint8_t plan[] = {0x66, 0x74, 0x72, 0x74, 0x00, 0x01, 0x02, 0x03};
-  std::string error;
-  EXPECT_EQ(deserialize(plan, sizeof(plan), &error), nullptr);
-  EXPECT_TRUE(has(error, "TensorRT could not deserialize the engine (8 bytes)")) << error;
-  EXPECT_TRUE(has(error, "not an engine of the GPU-free NvInfer implementation")) << error;
-  EXPECT_TRUE(has(error, "magic 'ETRF'")) << error;
-  EXPECT_TRUE(has(error, "-DTENSORRT_ROOT=")) << error;
-  EXPECT_EQ(deserialize(plan, sizeof(plan), nullptr), nullptr) << "error may be null";
+  Diagnostic why;
+  std::unique_ptr<Engine> engine;
+  EXPECT_EQ(deserialize(plan, sizeof(plan), &engine, why), Error::InvalidArgument);
+  EXPECT_EQ(engine, nullptr) << "the engine is set on success only";
+  EXPECT_TRUE(has(why.c_str(), "TensorRT could not deserialize the engine (8 bytes)")) << why.c_str();
+  EXPECT_TRUE(has(why.c_str(), "not an engine of the GPU-free NvInfer implementation")) << why.c_str();
+  EXPECT_TRUE(has(why.c_str(), "magic 'ETRF'")) << why.c_str();
+  EXPECT_TRUE(has(why.c_str(), "-DTENSORRT_ROOT=")) << why.c_str();
 }
 
 TEST(AdapterLoad, TruncatedBytesAreRefusedAsTruncated) {
   std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
   std::vector<uint8_t> header_only(bytes.begin(), bytes.begin() + 10);
-  std::string error = load_error(header_only);
+  std::string error = load_error(header_only, Error::InvalidArgument);
   EXPECT_TRUE(has(error, "truncated: 10 bytes, the header alone is 24")) << error;
   bytes.resize(bytes.size() / 2);
-  error = load_error(bytes);
+  error = load_error(bytes, Error::InvalidArgument);
   EXPECT_TRUE(has(error, "the header promises a")) << error;
   EXPECT_TRUE(has(error, "truncated or padded blob")) << error;
 }
 
 TEST(AdapterLoad, NullAndEmptyBytesAreRefused) {
-  std::string error;
-  EXPECT_EQ(deserialize(nullptr, 0, &error), nullptr);
-  EXPECT_TRUE(has(error, "no TensorRT engine bytes to deserialize")) << error;
-  error.clear();
-  EXPECT_EQ(deserialize(nullptr, 64, &error), nullptr);
-  EXPECT_TRUE(has(error, "no TensorRT engine bytes to deserialize")) << error;
+  std::unique_ptr<Engine> engine;
+  Diagnostic why;
+  EXPECT_EQ(deserialize(nullptr, 0, &engine, why), Error::InvalidArgument);
+  EXPECT_TRUE(has(why.c_str(), "no TensorRT engine bytes to deserialize")) << why.c_str();
+  why.clear();
+  EXPECT_EQ(deserialize(nullptr, 64, &engine, why), Error::InvalidArgument);
+  EXPECT_TRUE(has(why.c_str(), "no TensorRT engine bytes to deserialize")) << why.c_str();
   const uint8_t one = 'E';
-  error.clear();
-  EXPECT_EQ(deserialize(&one, 0, &error), nullptr);
-  EXPECT_TRUE(has(error, "no TensorRT engine bytes to deserialize")) << error;
-  EXPECT_EQ(deserialize(nullptr, 4, nullptr), nullptr) << "error may be null";
+  why.clear();
+  EXPECT_EQ(deserialize(&one, 0, &engine, why), Error::InvalidArgument);
+  EXPECT_TRUE(has(why.c_str(), "no TensorRT engine bytes to deserialize")) << why.c_str();
+  EXPECT_EQ(engine, nullptr) << "the engine is set on success only";
 }
 
 TEST(AdapterLoad, HostLocatedIoTensorIsRefusedAtLoad) {
@@ -135,7 +141,7 @@ TEST(AdapterLoad, HostLocatedIoTensorIsRefusedAtLoad) {
       .place_on_host("x")
       .add_output("y", DataType::kFloat32, make_shape({2}))
       .identity("x", "y");
-  const std::string error = load_error(build_or_fail(b));
+  const std::string error = load_error(build_or_fail(b), Error::NotSupported);
   EXPECT_TRUE(has(error, "engine IO tensor 0 'x'")) << error;
   EXPECT_TRUE(has(error, "getTensorLocation returned kHOST")) << error;
   EXPECT_TRUE(has(error, "not a shape tensor")) << error;
@@ -147,7 +153,7 @@ TEST(AdapterLoad, HostLocatedOutputIsRefusedAtLoad) {
       .add_output("y", DataType::kFloat32, make_shape({2}))
       .place_on_host("y")
       .identity("x", "y");
-  const std::string error = load_error(build_or_fail(b));
+  const std::string error = load_error(build_or_fail(b), Error::NotSupported);
   EXPECT_TRUE(has(error, "engine IO tensor 1 'y'")) << error;
   EXPECT_TRUE(has(error, "kHOST")) << error;
 }
@@ -179,17 +185,18 @@ TEST(AdapterLoad, ADataDependentOutputKeepsItsUnknownDimsAndCannotBeEnqueued) {
   b.set_profile_shape(p, "x", make_shape({1, 1}), make_shape({2, 2}), make_shape({4, 4}));
   std::unique_ptr<Engine> engine = load(build_or_fail(b));
   ASSERT_NE(engine, nullptr);
-  std::unique_ptr<ExecutionContext> context = engine->create_context({});
-  ASSERT_NE(context, nullptr) << engine->last_error();
-  ASSERT_TRUE(context->set_input_shape(0, make_shape({2, 3}))) << context->last_error();
+  std::unique_ptr<ExecutionContext> context = new_context(*engine);
+  ASSERT_NE(context, nullptr);
+  Diagnostic why;
+  ASSERT_EQ(context->set_input_shape(0, make_shape({2, 3}), why), Error::Ok) << why.c_str();
   Shape y;
-  ASSERT_TRUE(context->tensor_shape(1, &y)) << context->last_error();
+  ASSERT_EQ(context->tensor_shape(1, &y, why), Error::Ok) << why.c_str();
   EXPECT_EQ(y, make_shape({-1, -1}));
   AlignedVector<float> x(6, 1.0f), out(16);
-  ASSERT_TRUE(context->set_tensor_address(0, x.data()) && context->set_tensor_address(1, out.data()))
-      << context->last_error();
-  EXPECT_FALSE(context->enqueue(nullptr));
-  EXPECT_TRUE(has(context->last_error(), "output 'y' has a data-dependent shape")) << context->last_error();
+  ASSERT_EQ(context->set_tensor_address(0, x.data(), why), Error::Ok) << why.c_str();
+  ASSERT_EQ(context->set_tensor_address(1, out.data(), why), Error::Ok) << why.c_str();
+  EXPECT_EQ(context->enqueue(nullptr, why), Error::Internal) << "TensorRT reports kFAILED_EXECUTION";
+  EXPECT_TRUE(has(why.c_str(), "output 'y' has a data-dependent shape")) << why.c_str();
 }
 
 TEST(AdapterLoad, OnlyAnOutputCanBeDataDependent) {

@@ -36,14 +36,16 @@ TEST(ReferenceBuilder, RoundTripPreservesIoProfilesAndOptions) {
 
   ASSERT_EQ(engine->num_profiles(), 2);
   Shape min, opt, max;
-  ASSERT_TRUE(engine->profile_shape(kPrefill, 0, &min, &opt, &max));
+  Diagnostic why;
+  ASSERT_EQ(engine->profile_shape(kPrefill, 0, &min, &opt, &max, why), Error::Ok) << why.c_str();
   EXPECT_EQ(min, make_shape({1, 2}));
   EXPECT_EQ(opt, make_shape({1, 4}));
   EXPECT_EQ(max, make_shape({1, 8}));
-  ASSERT_TRUE(engine->profile_shape(kDecode, 0, &min, &opt, &max));
+  ASSERT_EQ(engine->profile_shape(kDecode, 0, &min, &opt, &max, why), Error::Ok) << why.c_str();
   EXPECT_EQ(max, make_shape({1, 1}));
-  EXPECT_FALSE(engine->profile_shape(kDecode, 1, &min, &opt, &max)) << "outputs have no profile bounds";
-  EXPECT_FALSE(engine->profile_shape(2, 0, &min, &opt, &max));
+  EXPECT_EQ(engine->profile_shape(kDecode, 1, &min, &opt, &max, why), Error::InvalidArgument)
+      << "outputs have no profile bounds";
+  EXPECT_EQ(engine->profile_shape(2, 0, &min, &opt, &max, why), Error::InvalidArgument);
 
   EXPECT_EQ(engine->device_memory_size(), size_t{1} << 20);
   EXPECT_EQ(engine->memory_kind(), engine::MemoryKind::kHost);
@@ -52,9 +54,9 @@ TEST(ReferenceBuilder, RoundTripPreservesIoProfilesAndOptions) {
   std::vector<TraceEvent> loads = events_of(label, TraceKind::kLoadEngine);
   ASSERT_EQ(loads.size(), 1u) << dump(label);
   EXPECT_EQ(loads[0].size, uint64_t{1} << 20);
-  std::unique_ptr<ExecutionContext> context = engine->create_context({});
-  ASSERT_NE(context, nullptr) << engine->last_error();
-  ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr)) << context->last_error();
+  std::unique_ptr<ExecutionContext> context = new_context(*engine);
+  ASSERT_NE(context, nullptr);
+  ASSERT_EQ(context->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
   std::vector<TraceEvent> switches = events_of(label, TraceKind::kSetOptimizationProfile);
   ASSERT_EQ(switches.size(), 1u) << dump(label);
   EXPECT_EQ(switches[0].switch_cost_ns, 1234);
@@ -68,9 +70,10 @@ TEST(ReferenceBuilder, RoundTripPreservesTheTracingFlag) {
   b.set_tracing(false);
   std::unique_ptr<Engine> quiet = load(build_or_fail(b));
   ASSERT_NE(quiet, nullptr);
-  std::unique_ptr<ExecutionContext> context = quiet->create_context({});
-  ASSERT_NE(context, nullptr) << quiet->last_error();
-  ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
+  std::unique_ptr<ExecutionContext> context = new_context(*quiet);
+  ASSERT_NE(context, nullptr);
+  Diagnostic why;
+  ASSERT_EQ(context->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
   EXPECT_TRUE(trace_events(label).empty()) << dump(label);
 
   b.set_tracing(true);
@@ -101,7 +104,8 @@ TEST(ReferenceBuilder, FullyStaticEngineGetsOneImplicitProfile) {
   ASSERT_NE(engine, nullptr);
   ASSERT_EQ(engine->num_profiles(), 1);
   Shape min, opt, max;
-  ASSERT_TRUE(engine->profile_shape(0, 0, &min, &opt, &max));
+  Diagnostic why;
+  ASSERT_EQ(engine->profile_shape(0, 0, &min, &opt, &max, why), Error::Ok) << why.c_str();
   EXPECT_EQ(min, make_shape({2, 3}));
   EXPECT_EQ(opt, make_shape({2, 3}));
   EXPECT_EQ(max, make_shape({2, 3}));

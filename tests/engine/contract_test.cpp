@@ -42,7 +42,7 @@ class ReferenceContract : public ::testing::Test {
     label_ = test_label();
     engine_ = load_llm(label_);
     ASSERT_NE(engine_, nullptr);
-    context_ = engine_->create_context({});
+    context_ = new_context(*engine_);
     ASSERT_NE(context_, nullptr);
   }
   void TearDown() override {
@@ -55,6 +55,7 @@ class ReferenceContract : public ::testing::Test {
   std::string label_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<ExecutionContext> context_;
+  Diagnostic why_;  // the reason of the test's latest failed call
   AlignedVector<int64_t> ids_ = {1, 2, 3};
   AlignedVector<float> logits_ = AlignedVector<float>(kMaxPrefill * kLogits);
 };
@@ -67,16 +68,15 @@ TEST_F(ReferenceContract, NewContextStartsOnProfileZero) {
 }
 
 TEST_F(ReferenceContract, SwitchToAnOutOfRangeProfileFailsAndChangesNothing) {
-  ASSERT_TRUE(context_->set_input_shape(0, make_shape({1, 1})));
+  ASSERT_EQ(context_->set_input_shape(0, make_shape({1, 1}), why_), Error::Ok) << why_.c_str();
   for (int32_t bad : {2, -1, 1000}) {
-    EXPECT_FALSE(context_->set_optimization_profile(bad, nullptr));
-    EXPECT_TRUE(
-        has(context_->last_error(), "profile " + std::to_string(bad) + " does not exist; the engine has 2 (0..1)"))
-        << context_->last_error();
+    EXPECT_EQ(context_->set_optimization_profile(bad, nullptr, why_), Error::InvalidArgument);
+    EXPECT_TRUE(has(why_.c_str(), "profile " + std::to_string(bad) + " does not exist; the engine has 2 (0..1)"))
+        << why_.c_str();
   }
   EXPECT_EQ(context_->optimization_profile(), 0);
   Shape ids;
-  ASSERT_TRUE(context_->tensor_shape(0, &ids));
+  ASSERT_EQ(context_->tensor_shape(0, &ids, why_), Error::Ok) << why_.c_str();
   EXPECT_EQ(ids, make_shape({1, 1})) << "a failed switch must not unset input shapes";
   EXPECT_EQ(count_switches(label_), 0);
   // The adapter refuses an index outside the engine's profiles itself: setOptimizationProfileAsync never runs.
@@ -84,129 +84,132 @@ TEST_F(ReferenceContract, SwitchToAnOutOfRangeProfileFailsAndChangesNothing) {
   EXPECT_EQ(trace_counters(label_).failures, 0);
   AlignedVector<float> logits;
   AlignedVector<int64_t> one = {2};
-  EXPECT_TRUE(run_llm(*context_, one, &logits)) << "still on profile 0: " << context_->last_error();
+  EXPECT_EQ(run_llm(*context_, one, &logits, why_), Error::Ok) << "still on profile 0: " << why_.c_str();
 }
 
 TEST_F(ReferenceContract, SwitchUnsetsEveryInputShape) {
-  ASSERT_TRUE(context_->set_input_shape(0, make_shape({1, 1})));
-  ASSERT_TRUE(context_->set_optimization_profile(kPrefill, nullptr));
+  ASSERT_EQ(context_->set_input_shape(0, make_shape({1, 1}), why_), Error::Ok) << why_.c_str();
+  ASSERT_EQ(context_->set_optimization_profile(kPrefill, nullptr, why_), Error::Ok) << why_.c_str();
   Shape ids;
-  ASSERT_TRUE(context_->tensor_shape(0, &ids));
+  ASSERT_EQ(context_->tensor_shape(0, &ids, why_), Error::Ok) << why_.c_str();
   EXPECT_EQ(ids, make_shape({1, -1}));
-  ASSERT_TRUE(context_->set_tensor_address(0, ids_.data()) && context_->set_tensor_address(1, logits_.data()));
-  EXPECT_FALSE(context_->enqueue(nullptr));
-  EXPECT_TRUE(has(context_->last_error(), "input 'ids' has no shape on profile 1")) << context_->last_error();
-  expect_refusal_traced(label_, TraceKind::kEnqueue, context_->last_error());
+  ASSERT_EQ(context_->set_tensor_address(0, ids_.data(), why_), Error::Ok) << why_.c_str();
+  ASSERT_EQ(context_->set_tensor_address(1, logits_.data(), why_), Error::Ok) << why_.c_str();
+  EXPECT_EQ(context_->enqueue(nullptr, why_), Error::Internal) << "TensorRT reports kFAILED_EXECUTION";
+  EXPECT_TRUE(has(why_.c_str(), "input 'ids' has no shape on profile 1")) << why_.c_str();
+  expect_refusal_traced(label_, TraceKind::kEnqueue, why_.c_str());
 }
 
 TEST_F(ReferenceContract, SwitchingBackToTheActiveProfileStillUnsetsShapesAndCounts) {
-  ASSERT_TRUE(context_->set_input_shape(0, make_shape({1, 1})));
-  ASSERT_TRUE(context_->set_optimization_profile(kDecode, nullptr));
+  ASSERT_EQ(context_->set_input_shape(0, make_shape({1, 1}), why_), Error::Ok) << why_.c_str();
+  ASSERT_EQ(context_->set_optimization_profile(kDecode, nullptr, why_), Error::Ok) << why_.c_str();
   Shape ids;
-  ASSERT_TRUE(context_->tensor_shape(0, &ids));
+  ASSERT_EQ(context_->tensor_shape(0, &ids, why_), Error::Ok) << why_.c_str();
   EXPECT_EQ(ids, make_shape({1, -1}));
   EXPECT_EQ(count_switches(label_), 1) << "a same-profile switch is a call the backend should not make";
 }
 
 TEST_F(ReferenceContract, SetInputShapeOutsideTheActiveProfileFails) {
-  EXPECT_FALSE(context_->set_input_shape(0, make_shape({1, 4})));
-  EXPECT_TRUE(has(context_->last_error(),
+  EXPECT_EQ(context_->set_input_shape(0, make_shape({1, 4}), why_), Error::InvalidArgument);
+  EXPECT_TRUE(has(why_.c_str(),
                   "set_input_shape('ids', [1, 4]): dim 1 = 4 is outside [1, 1] of the "
                   "active profile 0"))
-      << context_->last_error();
-  expect_refusal_traced(label_, TraceKind::kSetInputShape, context_->last_error());
+      << why_.c_str();
+  expect_refusal_traced(label_, TraceKind::kSetInputShape, why_.c_str());
 
-  ASSERT_TRUE(context_->set_optimization_profile(kPrefill, nullptr));
-  EXPECT_FALSE(context_->set_input_shape(0, make_shape({1, 1})));
-  EXPECT_TRUE(has(context_->last_error(), "outside [2, 8] of the active profile 1")) << context_->last_error();
-  EXPECT_FALSE(context_->set_input_shape(0, make_shape({1, 9})));
-  EXPECT_FALSE(context_->set_input_shape(0, make_shape({2, 4}))) << "static dims are checked too";
-  EXPECT_TRUE(context_->set_input_shape(0, make_shape({1, 8})));
+  ASSERT_EQ(context_->set_optimization_profile(kPrefill, nullptr, why_), Error::Ok) << why_.c_str();
+  EXPECT_EQ(context_->set_input_shape(0, make_shape({1, 1}), why_), Error::InvalidArgument);
+  EXPECT_TRUE(has(why_.c_str(), "outside [2, 8] of the active profile 1")) << why_.c_str();
+  EXPECT_EQ(context_->set_input_shape(0, make_shape({1, 9}), why_), Error::InvalidArgument);
+  EXPECT_EQ(context_->set_input_shape(0, make_shape({2, 4}), why_), Error::InvalidArgument)
+      << "static dims are checked too";
+  EXPECT_EQ(context_->set_input_shape(0, make_shape({1, 8}), why_), Error::Ok) << why_.c_str();
 }
 
 TEST_F(ReferenceContract, SetInputShapeWithTheWrongRankFails) {
-  EXPECT_FALSE(context_->set_input_shape(0, make_shape({1})));
-  EXPECT_TRUE(has(context_->last_error(), "rank 1, the input has rank 2")) << context_->last_error();
-  expect_refusal_traced(label_, TraceKind::kSetInputShape, context_->last_error());
+  EXPECT_EQ(context_->set_input_shape(0, make_shape({1}), why_), Error::InvalidArgument);
+  EXPECT_TRUE(has(why_.c_str(), "rank 1, the input has rank 2")) << why_.c_str();
+  expect_refusal_traced(label_, TraceKind::kSetInputShape, why_.c_str());
 }
 
 TEST_F(ReferenceContract, SetInputShapeOnAnOutputOrABadIndexFails) {
-  EXPECT_FALSE(context_->set_input_shape(1, make_shape({1, 1, 3})));
-  EXPECT_TRUE(has(context_->last_error(), "'logits' is an output, not an input")) << context_->last_error();
-  EXPECT_FALSE(context_->set_input_shape(2, make_shape({1, 1})));
-  EXPECT_TRUE(has(context_->last_error(), "IO index 2 is outside 0..1")) << context_->last_error();
-  EXPECT_FALSE(context_->set_input_shape(-1, make_shape({1, 1})));
-  EXPECT_TRUE(has(context_->last_error(), "IO index -1 is outside 0..1")) << context_->last_error();
+  EXPECT_EQ(context_->set_input_shape(1, make_shape({1, 1, 3}), why_), Error::InvalidArgument);
+  EXPECT_TRUE(has(why_.c_str(), "'logits' is an output, not an input")) << why_.c_str();
+  EXPECT_EQ(context_->set_input_shape(2, make_shape({1, 1}), why_), Error::InvalidArgument);
+  EXPECT_TRUE(has(why_.c_str(), "IO index 2 is outside 0..1")) << why_.c_str();
+  EXPECT_EQ(context_->set_input_shape(-1, make_shape({1, 1}), why_), Error::InvalidArgument);
+  EXPECT_TRUE(has(why_.c_str(), "IO index -1 is outside 0..1")) << why_.c_str();
   Shape too_deep;
   too_deep.rank = kMaxRank + 1;
-  EXPECT_FALSE(context_->set_input_shape(0, too_deep));
-  EXPECT_TRUE(has(context_->last_error(), "rank 9 is outside 0..8")) << context_->last_error();
+  EXPECT_EQ(context_->set_input_shape(0, too_deep, why_), Error::InvalidArgument);
+  EXPECT_TRUE(has(why_.c_str(), "rank 9 is outside 0..8")) << why_.c_str();
   expect_not_traced(label_, TraceKind::kSetInputShape);
 }
 
 TEST_F(ReferenceContract, OutputShapeHasDynamicDimsUntilEveryInputIsSet) {
   Shape logits;
-  ASSERT_TRUE(context_->tensor_shape(1, &logits));
+  ASSERT_EQ(context_->tensor_shape(1, &logits, why_), Error::Ok) << why_.c_str();
   EXPECT_EQ(logits, make_shape({1, -1, 3}));
-  ASSERT_TRUE(context_->set_input_shape(0, make_shape({1, 1})));
-  ASSERT_TRUE(context_->tensor_shape(1, &logits));
+  ASSERT_EQ(context_->set_input_shape(0, make_shape({1, 1}), why_), Error::Ok) << why_.c_str();
+  ASSERT_EQ(context_->tensor_shape(1, &logits, why_), Error::Ok) << why_.c_str();
   EXPECT_EQ(logits, make_shape({1, 1, 3}));
-  EXPECT_FALSE(context_->tensor_shape(7, &logits));
-  EXPECT_TRUE(has(context_->last_error(), "IO index 7 is outside 0..1")) << context_->last_error();
+  EXPECT_EQ(context_->tensor_shape(7, &logits, why_), Error::InvalidArgument);
+  EXPECT_TRUE(has(why_.c_str(), "IO index 7 is outside 0..1")) << why_.c_str();
 }
 
 TEST_F(ReferenceContract, EnqueueFailsUntilEveryInputShapeIsSet) {
-  ASSERT_TRUE(context_->set_tensor_address(0, ids_.data()) && context_->set_tensor_address(1, logits_.data()));
-  EXPECT_FALSE(context_->enqueue(nullptr));
-  EXPECT_TRUE(has(context_->last_error(), "input 'ids' has no shape")) << context_->last_error();
-  expect_refusal_traced(label_, TraceKind::kEnqueue, context_->last_error());
+  ASSERT_EQ(context_->set_tensor_address(0, ids_.data(), why_), Error::Ok) << why_.c_str();
+  ASSERT_EQ(context_->set_tensor_address(1, logits_.data(), why_), Error::Ok) << why_.c_str();
+  EXPECT_EQ(context_->enqueue(nullptr, why_), Error::Internal) << "TensorRT reports kFAILED_EXECUTION";
+  EXPECT_TRUE(has(why_.c_str(), "input 'ids' has no shape")) << why_.c_str();
+  expect_refusal_traced(label_, TraceKind::kEnqueue, why_.c_str());
   EXPECT_EQ(trace_counters(label_).failed_enqueues, 1);
   EXPECT_EQ(count_enqueues(label_), 0);
 }
 
 TEST_F(ReferenceContract, EnqueueFailsUntilEveryTensorAddressIsSet) {
-  ASSERT_TRUE(context_->set_input_shape(0, make_shape({1, 1})));
-  ASSERT_TRUE(context_->set_tensor_address(0, ids_.data()));
-  EXPECT_FALSE(context_->enqueue(nullptr));
-  EXPECT_TRUE(has(context_->last_error(), "output 'logits' has no address")) << context_->last_error();
-  expect_refusal_traced(label_, TraceKind::kEnqueue, context_->last_error());
-  ASSERT_TRUE(context_->set_tensor_address(1, logits_.data()));
-  EXPECT_TRUE(context_->enqueue(nullptr)) << context_->last_error();
+  ASSERT_EQ(context_->set_input_shape(0, make_shape({1, 1}), why_), Error::Ok) << why_.c_str();
+  ASSERT_EQ(context_->set_tensor_address(0, ids_.data(), why_), Error::Ok) << why_.c_str();
+  EXPECT_EQ(context_->enqueue(nullptr, why_), Error::Internal) << "TensorRT reports kFAILED_EXECUTION";
+  EXPECT_TRUE(has(why_.c_str(), "output 'logits' has no address")) << why_.c_str();
+  expect_refusal_traced(label_, TraceKind::kEnqueue, why_.c_str());
+  ASSERT_EQ(context_->set_tensor_address(1, logits_.data(), why_), Error::Ok) << why_.c_str();
+  EXPECT_EQ(context_->enqueue(nullptr, why_), Error::Ok) << why_.c_str();
 }
 
 TEST_F(ReferenceContract, SetTensorAddressRefusesAddressesNot256ByteAligned) {
   // TensorRT requires every I/O address to be 256-byte aligned; aligned to the element type is not enough.
-  ASSERT_TRUE(context_->set_input_shape(0, make_shape({1, 1})));
+  ASSERT_EQ(context_->set_input_shape(0, make_shape({1, 1}), why_), Error::Ok) << why_.c_str();
   AlignedBuffer raw(512);
   for (size_t offset : {size_t{8}, size_t{4}, size_t{128}}) {
     uint8_t* misaligned = raw.data + offset;
-    EXPECT_FALSE(context_->set_tensor_address(0, misaligned)) << "offset " << offset;
-    EXPECT_TRUE(has(context_->last_error(), "setTensorAddress('ids') failed: ")) << context_->last_error();
-    EXPECT_TRUE(has(context_->last_error(), "not 256-byte aligned")) << context_->last_error();
-    expect_refusal_traced(label_, TraceKind::kSetTensorAddress, context_->last_error());
+    EXPECT_EQ(context_->set_tensor_address(0, misaligned, why_), Error::Internal) << "offset " << offset;
+    EXPECT_TRUE(has(why_.c_str(), "setTensorAddress('ids') failed: ")) << why_.c_str();
+    EXPECT_TRUE(has(why_.c_str(), "not 256-byte aligned")) << why_.c_str();
+    expect_refusal_traced(label_, TraceKind::kSetTensorAddress, why_.c_str());
     EXPECT_EQ(trace_events(label_).back().address, misaligned);
   }
-  ASSERT_TRUE(context_->set_tensor_address(1, logits_.data())) << context_->last_error();
-  EXPECT_FALSE(context_->enqueue(nullptr)) << "a refused address must not have been taken";
-  EXPECT_TRUE(has(context_->last_error(), "input 'ids' has no address")) << context_->last_error();
-  ASSERT_TRUE(context_->set_tensor_address(0, ids_.data())) << context_->last_error();
-  EXPECT_TRUE(context_->enqueue(nullptr)) << context_->last_error();
+  ASSERT_EQ(context_->set_tensor_address(1, logits_.data(), why_), Error::Ok) << why_.c_str();
+  EXPECT_NE(context_->enqueue(nullptr, why_), Error::Ok) << "a refused address must not have been taken";
+  EXPECT_TRUE(has(why_.c_str(), "input 'ids' has no address")) << why_.c_str();
+  ASSERT_EQ(context_->set_tensor_address(0, ids_.data(), why_), Error::Ok) << why_.c_str();
+  EXPECT_EQ(context_->enqueue(nullptr, why_), Error::Ok) << why_.c_str();
 }
 
 TEST_F(ReferenceContract, SetTensorAddressRefusesBadIndices) {
-  EXPECT_FALSE(context_->set_tensor_address(5, ids_.data()));
-  EXPECT_TRUE(has(context_->last_error(), "IO index 5 is outside 0..1")) << context_->last_error();
-  EXPECT_FALSE(context_->set_tensor_address(-1, ids_.data()));
+  EXPECT_EQ(context_->set_tensor_address(5, ids_.data(), why_), Error::InvalidArgument);
+  EXPECT_TRUE(has(why_.c_str(), "IO index 5 is outside 0..1")) << why_.c_str();
+  EXPECT_EQ(context_->set_tensor_address(-1, ids_.data(), why_), Error::InvalidArgument);
   expect_not_traced(label_, TraceKind::kSetTensorAddress);
 }
 
 TEST_F(ReferenceContract, EnqueueRefusesANullAddressForANonEmptyTensor) {
-  ASSERT_TRUE(context_->set_input_shape(0, make_shape({1, 1})));
-  ASSERT_TRUE(context_->set_tensor_address(0, ids_.data()));
-  ASSERT_TRUE(context_->set_tensor_address(1, nullptr));
-  EXPECT_FALSE(context_->enqueue(nullptr));
-  EXPECT_TRUE(has(context_->last_error(), "'logits' has shape [1, 1, 3] but a null address")) << context_->last_error();
-  expect_refusal_traced(label_, TraceKind::kEnqueue, context_->last_error());
+  ASSERT_EQ(context_->set_input_shape(0, make_shape({1, 1}), why_), Error::Ok) << why_.c_str();
+  ASSERT_EQ(context_->set_tensor_address(0, ids_.data(), why_), Error::Ok) << why_.c_str();
+  ASSERT_EQ(context_->set_tensor_address(1, nullptr, why_), Error::Ok) << why_.c_str();
+  EXPECT_EQ(context_->enqueue(nullptr, why_), Error::Internal) << "TensorRT reports kFAILED_EXECUTION";
+  EXPECT_TRUE(has(why_.c_str(), "'logits' has shape [1, 1, 3] but a null address")) << why_.c_str();
+  expect_refusal_traced(label_, TraceKind::kEnqueue, why_.c_str());
 }
 
 TEST(ReferenceContractEmpty, EmptyTensorsMayBeBoundToNull) {
@@ -216,79 +219,87 @@ TEST(ReferenceContractEmpty, EmptyTensorsMayBeBoundToNull) {
   b.identity("x", "y");
   std::unique_ptr<Engine> engine = load(build_or_fail(b));
   ASSERT_NE(engine, nullptr);
-  std::unique_ptr<ExecutionContext> context = engine->create_context({});
-  ASSERT_NE(context, nullptr) << engine->last_error();
-  ASSERT_TRUE(context->set_input_shape(0, make_shape({0})));
-  ASSERT_TRUE(context->set_tensor_address(0, nullptr) && context->set_tensor_address(1, nullptr));
-  EXPECT_TRUE(context->enqueue(nullptr)) << context->last_error();
+  std::unique_ptr<ExecutionContext> context = new_context(*engine);
+  ASSERT_NE(context, nullptr);
+  Diagnostic why;
+  ASSERT_EQ(context->set_input_shape(0, make_shape({0}), why), Error::Ok) << why.c_str();
+  ASSERT_EQ(context->set_tensor_address(0, nullptr, why), Error::Ok) << why.c_str();
+  ASSERT_EQ(context->set_tensor_address(1, nullptr, why), Error::Ok) << why.c_str();
+  EXPECT_EQ(context->enqueue(nullptr, why), Error::Ok) << why.c_str();
 }
 
 TEST_F(ReferenceContract, AFailedCallLeavesTheContextUsable) {
-  EXPECT_FALSE(context_->set_optimization_profile(9, nullptr));
-  EXPECT_FALSE(context_->set_input_shape(0, make_shape({1, 9})));
-  EXPECT_FALSE(context_->enqueue(nullptr));
-  ASSERT_TRUE(context_->set_optimization_profile(kPrefill, nullptr));
+  EXPECT_EQ(context_->set_optimization_profile(9, nullptr, why_), Error::InvalidArgument);
+  EXPECT_EQ(context_->set_input_shape(0, make_shape({1, 9}), why_), Error::InvalidArgument);
+  EXPECT_NE(context_->enqueue(nullptr, why_), Error::Ok);
+  ASSERT_EQ(context_->set_optimization_profile(kPrefill, nullptr, why_), Error::Ok) << why_.c_str();
   AlignedVector<float> logits;
-  EXPECT_TRUE(run_llm(*context_, ids_, &logits)) << context_->last_error();
+  EXPECT_EQ(run_llm(*context_, ids_, &logits, why_), Error::Ok) << why_.c_str();
   EXPECT_EQ(logits, expected_logits(ids_));
 }
 
 TEST_F(ReferenceContract, FirstEnqueueAfterASwitchMustUseTheSwitchStream) {
   int stream_a = 0, stream_b = 0;
-  ASSERT_TRUE(context_->set_optimization_profile(kPrefill, &stream_a));
+  ASSERT_EQ(context_->set_optimization_profile(kPrefill, &stream_a, why_), Error::Ok) << why_.c_str();
   AlignedVector<float> logits;
-  EXPECT_FALSE(run_llm(*context_, ids_, &logits, &stream_b));
-  EXPECT_TRUE(has(context_->last_error(), "switch and enqueue on the same stream")) << context_->last_error();
-  EXPECT_TRUE(run_llm(*context_, ids_, &logits, &stream_a)) << context_->last_error();
-  EXPECT_TRUE(run_llm(*context_, ids_, &logits, &stream_b)) << "once the switch has run, any stream will do";
+  EXPECT_EQ(run_llm(*context_, ids_, &logits, why_, &stream_b), Error::Internal)
+      << "TensorRT reports kFAILED_EXECUTION";
+  EXPECT_TRUE(has(why_.c_str(), "switch and enqueue on the same stream")) << why_.c_str();
+  EXPECT_EQ(run_llm(*context_, ids_, &logits, why_, &stream_a), Error::Ok) << why_.c_str();
+  EXPECT_EQ(run_llm(*context_, ids_, &logits, why_, &stream_b), Error::Ok)
+      << "once the switch has run, any stream will do: " << why_.c_str();
 }
 
 TEST_F(ReferenceContract, SwitchToAProfileAnotherLiveContextHoldsFailsAndChangesNothing) {
-  std::unique_ptr<ExecutionContext> other = engine_->create_context({});
-  ASSERT_TRUE(other->set_optimization_profile(kPrefill, nullptr));
-  ASSERT_TRUE(context_->set_input_shape(0, make_shape({1, 1})));
+  std::unique_ptr<ExecutionContext> other = new_context(*engine_);
+  ASSERT_NE(other, nullptr);
+  ASSERT_EQ(other->set_optimization_profile(kPrefill, nullptr, why_), Error::Ok) << why_.c_str();
+  ASSERT_EQ(context_->set_input_shape(0, make_shape({1, 1}), why_), Error::Ok) << why_.c_str();
 
-  EXPECT_FALSE(context_->set_optimization_profile(kPrefill, nullptr));
-  EXPECT_TRUE(has(context_->last_error(), "profile 1 is held by execution context #")) << context_->last_error();
-  EXPECT_TRUE(has(context_->last_error(), "TensorRT <= 8.5")) << context_->last_error();
-  expect_refusal_traced(label_, TraceKind::kSetOptimizationProfile, context_->last_error());
+  EXPECT_EQ(context_->set_optimization_profile(kPrefill, nullptr, why_), Error::Internal);
+  EXPECT_TRUE(has(why_.c_str(), "profile 1 is held by execution context #")) << why_.c_str();
+  EXPECT_TRUE(has(why_.c_str(), "TensorRT <= 8.5")) << why_.c_str();
+  expect_refusal_traced(label_, TraceKind::kSetOptimizationProfile, why_.c_str());
   EXPECT_EQ(context_->optimization_profile(), kDecode);
   Shape ids;
-  ASSERT_TRUE(context_->tensor_shape(0, &ids));
+  ASSERT_EQ(context_->tensor_shape(0, &ids, why_), Error::Ok) << why_.c_str();
   EXPECT_EQ(ids, make_shape({1, 1}));
 }
 
 TEST_F(ReferenceContract, EnqueueOnAProfileAnotherLiveContextHoldsFails) {
   // context_ took profile 0 at creation; `other` starts on profile 0 too, but cannot run it.
-  std::unique_ptr<ExecutionContext> other = engine_->create_context({});
+  std::unique_ptr<ExecutionContext> other = new_context(*engine_);
+  ASSERT_NE(other, nullptr);
   EXPECT_EQ(other->optimization_profile(), 0);
   AlignedVector<int64_t> one = {4};
   AlignedVector<float> logits;
-  EXPECT_FALSE(run_llm(*other, one, &logits));
-  EXPECT_TRUE(has(other->last_error(), "profile 0 is held by execution context #")) << other->last_error();
-  expect_refusal_traced(label_, TraceKind::kEnqueue, other->last_error());
-  EXPECT_TRUE(run_llm(*context_, one, &logits)) << context_->last_error();
+  EXPECT_EQ(run_llm(*other, one, &logits, why_), Error::Internal) << "TensorRT reports kFAILED_EXECUTION";
+  EXPECT_TRUE(has(why_.c_str(), "profile 0 is held by execution context #")) << why_.c_str();
+  expect_refusal_traced(label_, TraceKind::kEnqueue, why_.c_str());
+  EXPECT_EQ(run_llm(*context_, one, &logits, why_), Error::Ok) << why_.c_str();
 }
 
 TEST_F(ReferenceContract, DestroyingAContextFreesItsProfile) {
-  std::unique_ptr<ExecutionContext> other = engine_->create_context({});
+  std::unique_ptr<ExecutionContext> other = new_context(*engine_);
+  ASSERT_NE(other, nullptr);
   context_.reset();
   AlignedVector<int64_t> one = {4};
   AlignedVector<float> logits;
-  EXPECT_TRUE(run_llm(*other, one, &logits)) << other->last_error();
+  EXPECT_EQ(run_llm(*other, one, &logits, why_), Error::Ok) << why_.c_str();
   EXPECT_EQ(logits, expected_logits(one));
 }
 
 TEST_F(ReferenceContract, ContextPerProfileRunsBothRegimesWithOneSwitch) {
-  std::unique_ptr<ExecutionContext> prefill = engine_->create_context({});
-  ASSERT_TRUE(prefill->set_optimization_profile(kPrefill, nullptr));
+  std::unique_ptr<ExecutionContext> prefill = new_context(*engine_);
+  ASSERT_NE(prefill, nullptr);
+  ASSERT_EQ(prefill->set_optimization_profile(kPrefill, nullptr, why_), Error::Ok) << why_.c_str();
   AlignedVector<int64_t> prompt = {1, 2, 3, 4}, token = {5};
   AlignedVector<float> logits;
   for (int round = 0; round < 3; ++round) {
-    ASSERT_TRUE(run_llm(*prefill, prompt, &logits)) << prefill->last_error();
+    ASSERT_EQ(run_llm(*prefill, prompt, &logits, why_), Error::Ok) << why_.c_str();
     EXPECT_EQ(logits, expected_logits(prompt));
     for (int step = 0; step < 4; ++step) {
-      ASSERT_TRUE(run_llm(*context_, token, &logits)) << context_->last_error();
+      ASSERT_EQ(run_llm(*context_, token, &logits, why_), Error::Ok) << why_.c_str();
       EXPECT_EQ(logits, expected_logits(token));
     }
   }
@@ -298,24 +309,25 @@ TEST_F(ReferenceContract, ContextPerProfileRunsBothRegimesWithOneSwitch) {
 }
 
 TEST_F(ReferenceContract, EnqueueWhileAnotherEnqueueOnTheSameContextIsInProgressFails) {
-  bool competing_ok = true;
+  Error competing = Error::Ok;
   std::string competing_error;
   int hook_calls = 0;
   set_enqueue_hook(label_, [&] {
     if (hook_calls++ > 0) return;
-    // Another thread enqueues the very context whose enqueue is in progress.
+    // Another thread enqueues the very context whose enqueue is in progress, with its own Diagnostic.
     std::thread([&] {
-      competing_ok = context_->enqueue(nullptr);
-      competing_error = context_->last_error();
+      Diagnostic why;
+      competing = context_->enqueue(nullptr, why);
+      competing_error = why.c_str();
     }).join();
   });
   AlignedVector<float> logits;
   AlignedVector<int64_t> one = {2};
-  EXPECT_TRUE(run_llm(*context_, one, &logits)) << context_->last_error();
+  EXPECT_EQ(run_llm(*context_, one, &logits, why_), Error::Ok) << why_.c_str();
   set_enqueue_hook(label_, {});
   EXPECT_EQ(hook_calls, 1);
   EXPECT_EQ(logits, expected_logits(one));
-  EXPECT_FALSE(competing_ok);
+  EXPECT_EQ(competing, Error::Internal) << "TensorRT reports kINVALID_STATE";
   EXPECT_TRUE(has(competing_error, "enqueueV3 under profile 0 failed: ")) << competing_error;
   EXPECT_TRUE(has(competing_error, "another enqueue on this context is still in progress")) << competing_error;
   EXPECT_EQ(trace_counters(label_).failed_enqueues, 1) << dump(label_);
@@ -327,12 +339,12 @@ TEST_F(ReferenceContract, DestroyingTheEngineBeforeItsContextLeavesTheContextUsa
   // engine) holds whatever order the caller destroys the adapter's objects in.
   engine_.reset();
   EXPECT_TRUE(events_of(label_, TraceKind::kDestroyEngine).empty()) << "the NvInfer engine must still be alive";
-  ASSERT_TRUE(context_->set_optimization_profile(kPrefill, nullptr)) << context_->last_error();
+  ASSERT_EQ(context_->set_optimization_profile(kPrefill, nullptr, why_), Error::Ok) << why_.c_str();
   AlignedVector<float> logits;
-  ASSERT_TRUE(run_llm(*context_, ids_, &logits)) << context_->last_error();
+  ASSERT_EQ(run_llm(*context_, ids_, &logits, why_), Error::Ok) << why_.c_str();
   EXPECT_EQ(logits, expected_logits(ids_));
   Shape shape;
-  ASSERT_TRUE(context_->tensor_shape(1, &shape)) << context_->last_error();
+  ASSERT_EQ(context_->tensor_shape(1, &shape, why_), Error::Ok) << why_.c_str();
   EXPECT_EQ(shape, make_shape({1, 3, 3}));
 
   context_.reset();

@@ -20,8 +20,14 @@
 namespace etrt::gpufree::testing {
 namespace {
 
-std::unique_ptr<Engine> deserialize(const void* data, size_t size, std::string* error) {
-  return engine::tensorrt::deserialize(data, size, 0, error);
+// Loads through the adapter: the engine, or nullptr with the adapter's reason in *error (and its code in *code).
+std::unique_ptr<Engine> deserialize(const void* data, size_t size, std::string* error, Error* code = nullptr) {
+  Diagnostic why;
+  std::unique_ptr<Engine> engine;
+  const Error loaded = engine::tensorrt::deserialize(data, size, 0, &engine, why);
+  if (loaded != Error::Ok) *error = why.c_str();
+  if (code != nullptr) *code = loaded;
+  return engine;
 }
 
 void put_u32(std::vector<uint8_t>& bytes, size_t at, uint32_t v) {
@@ -43,26 +49,27 @@ void exercise(Engine& engine) {
   if (engine.device_memory_size() > kExerciseLimit) return;
   // A CUDA-mode engine's contexts need a GPU (and a CUDA build).
   if (engine.memory_kind() != engine::MemoryKind::kHost) return;
-  std::unique_ptr<ExecutionContext> context = engine.create_context({});
-  ASSERT_NE(context, nullptr) << engine.last_error();
+  std::unique_ptr<ExecutionContext> context = new_context(engine);
+  ASSERT_NE(context, nullptr);
+  Diagnostic why;
   std::vector<std::unique_ptr<AlignedBuffer>> buffers(static_cast<size_t>(engine.num_io_tensors()));
   for (int32_t i = 0; i < engine.num_io_tensors(); ++i) {
     if (!engine.io_tensor(i).is_input) continue;
     Shape min;
-    ASSERT_TRUE(engine.profile_shape(0, i, &min, nullptr, nullptr));
-    ASSERT_TRUE(context->set_input_shape(i, min)) << context->last_error();
+    ASSERT_EQ(engine.profile_shape(0, i, &min, nullptr, nullptr, why), Error::Ok) << why.c_str();
+    ASSERT_EQ(context->set_input_shape(i, min, why), Error::Ok) << why.c_str();
   }
   for (int32_t i = 0; i < engine.num_io_tensors(); ++i) {
     Shape shape;
-    if (!context->tensor_shape(i, &shape)) return;  // inconsistent at these shapes: a clean refusal
+    if (context->tensor_shape(i, &shape, why) != Error::Ok) return;  // inconsistent at these shapes: a clean refusal
     const size_t bytes = static_cast<size_t>(shape.numel()) * element_size(engine.io_tensor(i).dtype);
     if (bytes > kExerciseLimit) return;
     auto& buffer = buffers[static_cast<size_t>(i)];
     buffer = std::make_unique<AlignedBuffer>(bytes + 8);
     std::memset(buffer->data, 0, buffer->size);  // zeros are valid ids
-    ASSERT_TRUE(context->set_tensor_address(i, buffer->data)) << context->last_error();
+    ASSERT_EQ(context->set_tensor_address(i, buffer->data, why), Error::Ok) << why.c_str();
   }
-  context->enqueue(nullptr);
+  (void)context->enqueue(nullptr, why);  // a refusal is fine; a crash or an out-of-bounds access is not
 }
 
 TEST(ReferenceFormat, TruncationAtEveryLengthIsRefused) {
@@ -93,7 +100,7 @@ TEST(ReferenceFormat, EveryFlippedByteIsCaughtByTheChecksumOrTheHeaderChecks) {
   for (size_t i = 0; i < bytes.size(); ++i) {
     std::vector<uint8_t> damaged = bytes;
     damaged[i] ^= 0xFF;
-    EXPECT_FALSE(load_error(damaged).empty()) << "byte " << i;
+    EXPECT_FALSE(load_error(damaged, Error::InvalidArgument).empty()) << "byte " << i;
   }
 }
 
@@ -128,12 +135,12 @@ TEST(ReferenceFormat, HugeCountsAreRefusedBeforeAnyAllocation) {
   std::vector<uint8_t> damaged = bytes;
   put_u32(damaged, io_count_at, 0xFFFFFFFFu);
   reseal(damaged);
-  std::string error = load_error(damaged);
+  std::string error = load_error(damaged, Error::InvalidArgument);
   EXPECT_NE(error.find("the IO tensor count 4294967295 is above the limit of 16384"), std::string::npos) << error;
   // At the limit, the count is checked against the bytes present.
   put_u32(damaged, io_count_at, static_cast<uint32_t>(kMaxIoTensors));
   reseal(damaged);
-  error = load_error(damaged);
+  error = load_error(damaged, Error::InvalidArgument);
   EXPECT_NE(error.find("the IO tensor count 16384 needs at least 131072 more bytes"), std::string::npos) << error;
 }
 
@@ -381,7 +388,9 @@ TEST(ReferenceFormatVectors, EveryInvalidVectorIsRefusedWithTheSharedMessage) {
     EXPECT_EQ(error, expected);
     // The runtime refuses it with the same reason, before allocating anything.
     std::string load;
-    EXPECT_EQ(deserialize(bytes.data(), bytes.size(), &load), nullptr);
+    Error code = Error::Ok;
+    EXPECT_EQ(deserialize(bytes.data(), bytes.size(), &load, &code), nullptr);
+    EXPECT_EQ(code, Error::InvalidArgument) << load;
     EXPECT_NE(load.find(expected), std::string::npos) << load;
   }
   EXPECT_GE(manifest.size(), 80u);
@@ -390,7 +399,7 @@ TEST(ReferenceFormatVectors, EveryInvalidVectorIsRefusedWithTheSharedMessage) {
 TEST(ReferenceFormat, NewerFormatVersionIsRefusedNamingBoth) {
   std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
   put_u32(bytes, 4, kFormatVersion + 1);
-  const std::string error = load_error(bytes);
+  const std::string error = load_error(bytes, Error::InvalidArgument);
   const std::string expected = "format version " + std::to_string(kFormatVersion + 1) +
                                " is not the version this etrt reads (" + std::to_string(kFormatVersion) + ")";
   EXPECT_NE(error.find(expected), std::string::npos) << error;
@@ -399,13 +408,13 @@ TEST(ReferenceFormat, NewerFormatVersionIsRefusedNamingBoth) {
 TEST(ReferenceFormat, DamagedPayloadIsRefusedAsAChecksumMismatch) {
   std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
   bytes[bytes.size() - 1] ^= 0x10;
-  EXPECT_NE(load_error(bytes).find("checksum mismatch"), std::string::npos);
+  EXPECT_NE(load_error(bytes, Error::InvalidArgument).find("checksum mismatch"), std::string::npos);
 }
 
 TEST(ReferenceFormat, TrailingBytesAreRefused) {
   std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
   bytes.push_back(0);
-  EXPECT_NE(load_error(bytes).find("the header promises a"), std::string::npos);
+  EXPECT_NE(load_error(bytes, Error::InvalidArgument).find("the header promises a"), std::string::npos);
 }
 
 TEST(ReferenceFormat, StructurallyInvalidPayloadIsRefusedByValidation) {
@@ -413,7 +422,7 @@ TEST(ReferenceFormat, StructurallyInvalidPayloadIsRefusedByValidation) {
   // The last op's output id (bytes -8..-5 of the payload: out, then factor): point it at the input.
   put_u32(bytes, bytes.size() - 8, 0);
   reseal(bytes);
-  const std::string error = load_error(bytes);
+  const std::string error = load_error(bytes, Error::InvalidArgument);
   EXPECT_NE(error.find("invalid engine: op #3 (scale) writes 'ids', which is not an output or intermediate"),
             std::string::npos)
       << error;
@@ -421,24 +430,28 @@ TEST(ReferenceFormat, StructurallyInvalidPayloadIsRefusedByValidation) {
 
 TEST(ReferenceFormat, NonReferenceBytesAndNullAreRefused) {
   std::string error;
-  EXPECT_EQ(deserialize(nullptr, 0, &error), nullptr);
+  Error code = Error::Ok;
+  EXPECT_EQ(deserialize(nullptr, 0, &error, &code), nullptr);
+  EXPECT_EQ(code, Error::InvalidArgument);
   EXPECT_FALSE(error.empty());
   error.clear();
-  EXPECT_EQ(deserialize(nullptr, 16, &error), nullptr);
+  EXPECT_EQ(deserialize(nullptr, 16, &error, &code), nullptr);
+  EXPECT_EQ(code, Error::InvalidArgument);
   EXPECT_FALSE(error.empty());
   const uint8_t plan[] = {'f', 't', 'r', 't', 0, 0, 0, 0};
-  EXPECT_EQ(deserialize(plan, sizeof(plan), &error), nullptr);
+  EXPECT_EQ(deserialize(plan, sizeof(plan), &error, &code), nullptr);
+  EXPECT_EQ(code, Error::InvalidArgument);
   EXPECT_NE(error.find("magic 'ETRF'"), std::string::npos) << error;
-  EXPECT_EQ(deserialize(plan, sizeof(plan), nullptr), nullptr) << "error may be null";
   const uint8_t short_magic[] = {'E', 'T', 'R'};
-  EXPECT_EQ(deserialize(short_magic, sizeof(short_magic), &error), nullptr);
+  EXPECT_EQ(deserialize(short_magic, sizeof(short_magic), &error, &code), nullptr);
+  EXPECT_EQ(code, Error::InvalidArgument);
   EXPECT_NE(error.find("magic 'ETRF'"), std::string::npos) << error;
 }
 
 TEST(ReferenceFormat, TheAdapterPassesTheDecodersReasonOn) {
   std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
   bytes[bytes.size() - 1] ^= 0x10;
-  const std::string error = load_error(bytes);
+  const std::string error = load_error(bytes, Error::InvalidArgument);
   const std::string prefix = "TensorRT could not deserialize the engine (" + std::to_string(bytes.size()) + " bytes)";
   EXPECT_EQ(error.rfind(prefix, 0), 0u) << error;
   EXPECT_NE(error.find(": deserializeCudaEngine: reference engine: checksum mismatch"), std::string::npos) << error;

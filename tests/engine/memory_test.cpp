@@ -36,41 +36,43 @@ TEST(ReferenceMemory, EngineWithoutIntermediatesNeedsNoScratch) {
   b.scale("x", 3.0f, "y");
   std::unique_ptr<Engine> engine = load(build_or_fail(b));
   EXPECT_EQ(engine->device_memory_size(), 0u);
-  std::unique_ptr<ExecutionContext> context = engine->create_context({/*user_managed_memory=*/true});
+  std::unique_ptr<ExecutionContext> context = new_context(*engine, {/*user_managed_memory=*/true});
   alignas(256) float x[2] = {1, 2};
   alignas(256) float y[2] = {};
-  ASSERT_TRUE(context->set_input_shape(0, make_shape({2})));
-  ASSERT_TRUE(context->set_tensor_address(0, x) && context->set_tensor_address(1, y));
-  ASSERT_TRUE(context->set_device_memory(nullptr, 0)) << context->last_error();
-  ASSERT_TRUE(context->enqueue(nullptr)) << context->last_error();
+  Diagnostic why;
+  ASSERT_EQ(context->set_input_shape(0, make_shape({2}), why), Error::Ok) << why.c_str();
+  ASSERT_EQ(context->set_tensor_address(0, x, why), Error::Ok) << why.c_str();
+  ASSERT_EQ(context->set_tensor_address(1, y, why), Error::Ok) << why.c_str();
+  ASSERT_EQ(context->set_device_memory(nullptr, 0, why), Error::Ok) << why.c_str();
+  ASSERT_EQ(context->enqueue(nullptr, why), Error::Ok) << why.c_str();
   EXPECT_FLOAT_EQ(y[1], 6.0f);
 }
 
 TEST(ReferenceMemory, EngineOwnedContextRunsWithoutDeviceMemoryAndRefusesSome) {
   std::unique_ptr<Engine> engine = load_llm(test_label());
-  std::unique_ptr<ExecutionContext> context = engine->create_context({});
+  std::unique_ptr<ExecutionContext> context = new_context(*engine);
   AlignedBuffer scratch(engine->device_memory_size());
-  EXPECT_FALSE(context->set_device_memory(scratch.data, scratch.size));
-  EXPECT_TRUE(has(context->last_error(), "set_device_memory on a context TensorRT allocates for itself"))
-      << context->last_error();
-  EXPECT_TRUE(has(context->last_error(), "user_managed_memory = true")) << context->last_error();
+  Diagnostic why;
+  EXPECT_EQ(context->set_device_memory(scratch.data, scratch.size, why), Error::InvalidState);
+  EXPECT_TRUE(has(why.c_str(), "set_device_memory on a context TensorRT allocates for itself")) << why.c_str();
+  EXPECT_TRUE(has(why.c_str(), "user_managed_memory = true")) << why.c_str();
   EXPECT_TRUE(events_of(test_label(), TraceKind::kSetDeviceMemory).empty()) << "refused before setDeviceMemoryV2";
   AlignedVector<int64_t> ids = {3};
   AlignedVector<float> logits;
-  EXPECT_TRUE(run_llm(*context, ids, &logits)) << context->last_error();
+  EXPECT_EQ(run_llm(*context, ids, &logits, why), Error::Ok) << why.c_str();
   EXPECT_EQ(logits, expected_logits(ids));
 }
 
 TEST(ReferenceMemory, UserManagedContextCannotEnqueueWithoutDeviceMemory) {
   const std::string label = test_label();
   std::unique_ptr<Engine> engine = load_llm(label);
-  std::unique_ptr<ExecutionContext> context = engine->create_context({/*user_managed_memory=*/true});
+  std::unique_ptr<ExecutionContext> context = new_context(*engine, {/*user_managed_memory=*/true});
   AlignedVector<int64_t> ids = {3};
   AlignedVector<float> logits;
-  EXPECT_FALSE(run_llm(*context, ids, &logits));
-  EXPECT_TRUE(
-      has(context->last_error(), "enqueue before set_device_memory on a context created with user-managed memory"))
-      << context->last_error();
+  Diagnostic why;
+  EXPECT_EQ(run_llm(*context, ids, &logits, why), Error::InvalidState);
+  EXPECT_TRUE(has(why.c_str(), "enqueue before set_device_memory on a context created with user-managed memory"))
+      << why.c_str();
   EXPECT_EQ(trace_counters(label).enqueues + trace_counters(label).failed_enqueues, 0)
       << "the adapter refuses before enqueueV3\n"
       << dump(label);
@@ -80,30 +82,31 @@ TEST(ReferenceMemory, UserManagedContextCannotEnqueueWithoutDeviceMemory) {
 TEST(ReferenceMemory, DeviceMemorySmallerThanTheEngineNeedsIsRefused) {
   const std::string label = test_label();
   std::unique_ptr<Engine> engine = load_llm(label);
-  std::unique_ptr<ExecutionContext> context = engine->create_context({/*user_managed_memory=*/true});
+  std::unique_ptr<ExecutionContext> context = new_context(*engine, {/*user_managed_memory=*/true});
   AlignedBuffer scratch(engine->device_memory_size());
-  EXPECT_FALSE(context->set_device_memory(scratch.data, scratch.size - 1));
-  EXPECT_TRUE(has(context->last_error(), "scratch memory of 767 bytes")) << context->last_error();
-  EXPECT_TRUE(has(context->last_error(), "the engine needs 768 bytes (getDeviceMemorySizeV2)"))
-      << context->last_error();
+  Diagnostic why;
+  EXPECT_EQ(context->set_device_memory(scratch.data, scratch.size - 1, why), Error::InvalidArgument);
+  EXPECT_TRUE(has(why.c_str(), "scratch memory of 767 bytes")) << why.c_str();
+  EXPECT_TRUE(has(why.c_str(), "the engine needs 768 bytes (getDeviceMemorySizeV2)")) << why.c_str();
   EXPECT_TRUE(events_of(label, TraceKind::kSetDeviceMemory).empty()) << "refused before setDeviceMemoryV2";
   AlignedVector<int64_t> ids = {3};
   AlignedVector<float> logits;
-  EXPECT_FALSE(run_llm(*context, ids, &logits)) << "the refused memory must not have been taken";
-  EXPECT_TRUE(has(context->last_error(), "enqueue before set_device_memory")) << context->last_error();
-  ASSERT_TRUE(context->set_device_memory(scratch.data, scratch.size)) << context->last_error();
-  EXPECT_TRUE(run_llm(*context, ids, &logits)) << context->last_error();
+  EXPECT_EQ(run_llm(*context, ids, &logits, why), Error::InvalidState) << "the refused memory must not have been taken";
+  EXPECT_TRUE(has(why.c_str(), "enqueue before set_device_memory")) << why.c_str();
+  ASSERT_EQ(context->set_device_memory(scratch.data, scratch.size, why), Error::Ok) << why.c_str();
+  EXPECT_EQ(run_llm(*context, ids, &logits, why), Error::Ok) << why.c_str();
   EXPECT_EQ(logits, expected_logits(ids));
 }
 
 TEST(ReferenceMemory, MisalignedDeviceMemoryIsRefused) {
   const std::string label = test_label();
   std::unique_ptr<Engine> engine = load_llm(label);
-  std::unique_ptr<ExecutionContext> context = engine->create_context({/*user_managed_memory=*/true});
+  std::unique_ptr<ExecutionContext> context = new_context(*engine, {/*user_managed_memory=*/true});
   AlignedBuffer scratch(engine->device_memory_size() + 16);
-  EXPECT_FALSE(context->set_device_memory(scratch.data + 16, engine->device_memory_size()));
-  EXPECT_TRUE(has(context->last_error(), "setDeviceMemoryV2(768 bytes) failed: ")) << context->last_error();
-  EXPECT_TRUE(has(context->last_error(), "not 256-byte aligned")) << context->last_error();
+  Diagnostic why;
+  EXPECT_EQ(context->set_device_memory(scratch.data + 16, engine->device_memory_size(), why), Error::Internal);
+  EXPECT_TRUE(has(why.c_str(), "setDeviceMemoryV2(768 bytes) failed: ")) << why.c_str();
+  EXPECT_TRUE(has(why.c_str(), "not 256-byte aligned")) << why.c_str();
   const TraceEvent last = trace_events(label).back();
   EXPECT_EQ(last.kind, TraceKind::kSetDeviceMemory);
   EXPECT_FALSE(last.ok);
@@ -111,21 +114,22 @@ TEST(ReferenceMemory, MisalignedDeviceMemoryIsRefused) {
   EXPECT_EQ(last.size, 768u);
   AlignedVector<int64_t> ids = {3};
   AlignedVector<float> logits;
-  EXPECT_FALSE(run_llm(*context, ids, &logits)) << "the refused memory must not have been taken";
+  EXPECT_EQ(run_llm(*context, ids, &logits, why), Error::InvalidState) << "the refused memory must not have been taken";
 
-  EXPECT_FALSE(context->set_device_memory(nullptr, engine->device_memory_size()));
-  EXPECT_TRUE(has(context->last_error(), "at nullptr is not enough")) << context->last_error();
+  EXPECT_EQ(context->set_device_memory(nullptr, engine->device_memory_size(), why), Error::InvalidArgument);
+  EXPECT_TRUE(has(why.c_str(), "at nullptr is not enough")) << why.c_str();
 }
 
 TEST(ReferenceMemory, EnqueueReallyUsesTheDeviceMemoryItWasGiven) {
   std::unique_ptr<Engine> engine = load_llm(test_label());
-  std::unique_ptr<ExecutionContext> context = engine->create_context({/*user_managed_memory=*/true});
+  std::unique_ptr<ExecutionContext> context = new_context(*engine, {/*user_managed_memory=*/true});
   AlignedBuffer scratch(engine->device_memory_size());
   std::fill(scratch.data, scratch.data + scratch.size, uint8_t{0xEE});
-  ASSERT_TRUE(context->set_device_memory(scratch.data, scratch.size));
+  Diagnostic why;
+  ASSERT_EQ(context->set_device_memory(scratch.data, scratch.size, why), Error::Ok) << why.c_str();
   AlignedVector<int64_t> ids = {2};
   AlignedVector<float> logits;
-  ASSERT_TRUE(run_llm(*context, ids, &logits)) << context->last_error();
+  ASSERT_EQ(run_llm(*context, ids, &logits, why), Error::Ok) << why.c_str();
   // The last intermediate ('projected', at offset 512) holds x W before the scale: twice the logits.
   float projected[3];
   std::memcpy(projected, scratch.data + 512, sizeof(projected));
@@ -137,18 +141,19 @@ TEST(ReferenceMemory, TwoContextsShareOneScratchBufferOneAfterTheOther) {
   const std::string label = test_label();
   std::unique_ptr<Engine> engine = load_llm(label);
   AlignedBuffer scratch(engine->device_memory_size());
-  std::unique_ptr<ExecutionContext> decode = engine->create_context({/*user_managed_memory=*/true});
-  std::unique_ptr<ExecutionContext> prefill = engine->create_context({/*user_managed_memory=*/true});
-  ASSERT_TRUE(decode->set_device_memory(scratch.data, scratch.size));
-  ASSERT_TRUE(prefill->set_device_memory(scratch.data, scratch.size));
-  ASSERT_TRUE(prefill->set_optimization_profile(kPrefill, nullptr));
+  std::unique_ptr<ExecutionContext> decode = new_context(*engine, {/*user_managed_memory=*/true});
+  std::unique_ptr<ExecutionContext> prefill = new_context(*engine, {/*user_managed_memory=*/true});
+  Diagnostic why;
+  ASSERT_EQ(decode->set_device_memory(scratch.data, scratch.size, why), Error::Ok) << why.c_str();
+  ASSERT_EQ(prefill->set_device_memory(scratch.data, scratch.size, why), Error::Ok) << why.c_str();
+  ASSERT_EQ(prefill->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
 
   AlignedVector<int64_t> prompt = {5, 4, 3, 2, 1, 0, 1, 2}, token = {3};
   AlignedVector<float> logits;
   for (int round = 0; round < 3; ++round) {
-    ASSERT_TRUE(run_llm(*prefill, prompt, &logits)) << prefill->last_error();
+    ASSERT_EQ(run_llm(*prefill, prompt, &logits, why), Error::Ok) << why.c_str();
     EXPECT_EQ(logits, expected_logits(prompt));
-    ASSERT_TRUE(run_llm(*decode, token, &logits)) << decode->last_error();
+    ASSERT_EQ(run_llm(*decode, token, &logits, why), Error::Ok) << why.c_str();
     EXPECT_EQ(logits, expected_logits(token));
   }
   for (const TraceEvent& created : events_of(label, TraceKind::kCreateContext))
@@ -163,38 +168,40 @@ TEST(ReferenceMemory, ContextsSharingScratchMustNotEnqueueAtTheSameTime) {
   const std::string label = test_label();
   std::unique_ptr<Engine> engine = load_llm(label);
   AlignedBuffer scratch(engine->device_memory_size());
-  std::unique_ptr<ExecutionContext> decode = engine->create_context({/*user_managed_memory=*/true});
-  std::unique_ptr<ExecutionContext> prefill = engine->create_context({/*user_managed_memory=*/true});
-  ASSERT_TRUE(decode->set_device_memory(scratch.data, scratch.size));
-  ASSERT_TRUE(prefill->set_device_memory(scratch.data, scratch.size));
-  ASSERT_TRUE(prefill->set_optimization_profile(kPrefill, nullptr));
+  std::unique_ptr<ExecutionContext> decode = new_context(*engine, {/*user_managed_memory=*/true});
+  std::unique_ptr<ExecutionContext> prefill = new_context(*engine, {/*user_managed_memory=*/true});
+  Diagnostic why;
+  ASSERT_EQ(decode->set_device_memory(scratch.data, scratch.size, why), Error::Ok) << why.c_str();
+  ASSERT_EQ(prefill->set_device_memory(scratch.data, scratch.size, why), Error::Ok) << why.c_str();
+  ASSERT_EQ(prefill->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
   AlignedVector<int64_t> prompt = {1, 2}, token = {3};
   AlignedVector<float> prompt_logits, token_logits;
-  ASSERT_TRUE(prefill->set_input_shape(0, make_shape({1, 2})));
-  ASSERT_TRUE(prefill->set_tensor_address(0, prompt.data()));
+  ASSERT_EQ(prefill->set_input_shape(0, make_shape({1, 2}), why), Error::Ok) << why.c_str();
+  ASSERT_EQ(prefill->set_tensor_address(0, prompt.data(), why), Error::Ok) << why.c_str();
   prompt_logits.resize(2 * kLogits);
-  ASSERT_TRUE(prefill->set_tensor_address(1, prompt_logits.data()));
+  ASSERT_EQ(prefill->set_tensor_address(1, prompt_logits.data(), why), Error::Ok) << why.c_str();
 
-  bool competing_ok = true;
+  Error competing = Error::Ok;
   std::string competing_error;
   int hook_calls = 0;
   set_enqueue_hook(label, [&] {
     if (hook_calls++ > 0) return;  // only decode's enqueue, the first to get this far
     // While decode's enqueue is in progress, prefill -- on the same buffer -- tries to run from another thread.
     std::thread([&] {
-      competing_ok = prefill->enqueue(nullptr);
-      competing_error = prefill->last_error();
+      Diagnostic competing_why;
+      competing = prefill->enqueue(nullptr, competing_why);
+      competing_error = competing_why.c_str();
     }).join();
   });
-  const bool decoded = run_llm(*decode, token, &token_logits);
+  const Error decoded = run_llm(*decode, token, &token_logits, why);
   set_enqueue_hook(label, {});
-  ASSERT_TRUE(decoded) << decode->last_error();
+  ASSERT_EQ(decoded, Error::Ok) << why.c_str();
   EXPECT_EQ(token_logits, expected_logits(token));
   EXPECT_EQ(hook_calls, 1) << "the refused enqueue must not get as far as the hook";
-  EXPECT_FALSE(competing_ok);
+  EXPECT_EQ(competing, Error::Internal) << "TensorRT reports kFAILED_EXECUTION";
   EXPECT_TRUE(has(competing_error, "enqueueV3 under profile 1 failed: ")) << competing_error;
   EXPECT_TRUE(has(competing_error, "scratch memory overlaps that of execution context #")) << competing_error;
-  EXPECT_TRUE(prefill->enqueue(nullptr)) << "once decode is done the buffer is free: " << prefill->last_error();
+  EXPECT_EQ(prefill->enqueue(nullptr, why), Error::Ok) << "once decode is done the buffer is free: " << why.c_str();
   EXPECT_EQ(prompt_logits, expected_logits(prompt));
 }
 

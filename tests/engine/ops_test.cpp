@@ -16,15 +16,16 @@ namespace {
 void run_static(const Builder& b, std::vector<void*> inputs, std::vector<void*> outputs) {
   std::unique_ptr<Engine> engine = load(build_or_fail(b));
   ASSERT_NE(engine, nullptr);
-  std::unique_ptr<ExecutionContext> context = engine->create_context({});
-  ASSERT_NE(context, nullptr) << engine->last_error();
+  std::unique_ptr<ExecutionContext> context = new_context(*engine);
+  ASSERT_NE(context, nullptr);
+  Diagnostic why;
   int32_t io = 0;
   for (void* p : inputs) {
-    ASSERT_TRUE(context->set_input_shape(io, engine->io_tensor(io).shape)) << context->last_error();
-    ASSERT_TRUE(context->set_tensor_address(io++, p)) << context->last_error();
+    ASSERT_EQ(context->set_input_shape(io, engine->io_tensor(io).shape, why), Error::Ok) << why.c_str();
+    ASSERT_EQ(context->set_tensor_address(io++, p, why), Error::Ok) << why.c_str();
   }
-  for (void* p : outputs) ASSERT_TRUE(context->set_tensor_address(io++, p)) << context->last_error();
-  ASSERT_TRUE(context->enqueue(nullptr)) << context->last_error();
+  for (void* p : outputs) ASSERT_EQ(context->set_tensor_address(io++, p, why), Error::Ok) << why.c_str();
+  ASSERT_EQ(context->enqueue(nullptr, why), Error::Ok) << why.c_str();
 }
 
 TEST(ReferenceOps, EmbeddingLooksUpTheRowOfEachId) {
@@ -55,22 +56,22 @@ TEST(ReferenceOps, EmbeddingAcceptsInt32Ids) {
 
 TEST(ReferenceOps, EmbeddingIdOutsideTheVocabularyFailsTheEnqueueNamingIt) {
   std::unique_ptr<Engine> engine = load_llm(test_label());
-  std::unique_ptr<ExecutionContext> context = engine->create_context({});
-  ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
+  std::unique_ptr<ExecutionContext> context = new_context(*engine);
+  Diagnostic why;
+  ASSERT_EQ(context->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
   AlignedVector<int64_t> ids = {1, kVocab};
   AlignedVector<float> logits;
-  EXPECT_FALSE(run_llm(*context, ids, &logits));
-  EXPECT_TRUE(has(context->last_error(), "enqueueV3 under profile 1 failed: ")) << context->last_error();
-  EXPECT_TRUE(has(context->last_error(), "id 6 at flat position 1 of 'ids' is outside the vocabulary [0, 6)"))
-      << context->last_error();
+  EXPECT_EQ(run_llm(*context, ids, &logits, why), Error::InvalidArgument) << "the caller's data: " << why.c_str();
+  EXPECT_TRUE(has(why.c_str(), "enqueueV3 under profile 1 failed: ")) << why.c_str();
+  EXPECT_TRUE(has(why.c_str(), "id 6 at flat position 1 of 'ids' is outside the vocabulary [0, 6)")) << why.c_str();
 
   ids = {-1, 0};
-  EXPECT_FALSE(run_llm(*context, ids, &logits));
-  EXPECT_TRUE(has(context->last_error(), "id -1 at flat position 0")) << context->last_error();
+  EXPECT_EQ(run_llm(*context, ids, &logits, why), Error::InvalidArgument);
+  EXPECT_TRUE(has(why.c_str(), "id -1 at flat position 0")) << why.c_str();
 
   ids = {0, 5};
-  EXPECT_TRUE(run_llm(*context, ids, &logits))
-      << "a failed enqueue leaves the context usable: " << context->last_error();
+  EXPECT_EQ(run_llm(*context, ids, &logits, why), Error::Ok)
+      << "a failed enqueue leaves the context usable: " << why.c_str();
   EXPECT_EQ(logits, expected_logits(ids));
 }
 
@@ -112,22 +113,22 @@ TEST(ReferenceOps, AddOfShapesThatDisagreeAtRuntimeFailsTheEnqueue) {
       .set_profile_shape(p, "b", make_shape({1}), make_shape({2}), make_shape({4}))
       .add("a", "b", "y");
   std::unique_ptr<Engine> engine = load(build_or_fail(b));
-  std::unique_ptr<ExecutionContext> context = engine->create_context({});
+  std::unique_ptr<ExecutionContext> context = new_context(*engine);
   alignas(256) float a[4] = {};
   alignas(256) float c[4] = {};
   alignas(256) float y[4] = {};
-  ASSERT_TRUE(context->set_input_shape(0, make_shape({2})));
-  ASSERT_TRUE(context->set_input_shape(1, make_shape({3})));
-  ASSERT_TRUE(context->set_tensor_address(0, a) && context->set_tensor_address(1, c) &&
-              context->set_tensor_address(2, y));
+  Diagnostic why;
+  ASSERT_EQ(context->set_input_shape(0, make_shape({2}), why), Error::Ok) << why.c_str();
+  ASSERT_EQ(context->set_input_shape(1, make_shape({3}), why), Error::Ok) << why.c_str();
+  ASSERT_EQ(context->set_tensor_address(0, a, why), Error::Ok) << why.c_str();
+  ASSERT_EQ(context->set_tensor_address(1, c, why), Error::Ok) << why.c_str();
+  ASSERT_EQ(context->set_tensor_address(2, y, why), Error::Ok) << why.c_str();
   Shape out;
-  EXPECT_FALSE(context->tensor_shape(2, &out));
-  EXPECT_TRUE(has(context->last_error(), "getTensorShape('y') returned rank -1: ")) << context->last_error();
-  EXPECT_TRUE(has(context->last_error(), "operands 'a' [2] and 'b' [3] must have the same shape"))
-      << context->last_error();
-  EXPECT_FALSE(context->enqueue(nullptr));
-  EXPECT_TRUE(has(context->last_error(), "operands 'a' [2] and 'b' [3] must have the same shape"))
-      << context->last_error();
+  EXPECT_EQ(context->tensor_shape(2, &out, why), Error::Internal);
+  EXPECT_TRUE(has(why.c_str(), "getTensorShape('y') returned rank -1: ")) << why.c_str();
+  EXPECT_TRUE(has(why.c_str(), "operands 'a' [2] and 'b' [3] must have the same shape")) << why.c_str();
+  EXPECT_EQ(context->enqueue(nullptr, why), Error::Internal) << "TensorRT reports kFAILED_EXECUTION";
+  EXPECT_TRUE(has(why.c_str(), "operands 'a' [2] and 'b' [3] must have the same shape")) << why.c_str();
 }
 
 TEST(ReferenceOps, ScaleMultipliesByTheConstantFactor) {
@@ -180,11 +181,12 @@ TEST(ReferenceOps, IdentityCopiesEveryDtypeBitForBit) {
 
 TEST(ReferenceOps, LlmShapedChainComputesTheExpectedLogits) {
   std::unique_ptr<Engine> engine = load_llm(test_label());
-  std::unique_ptr<ExecutionContext> context = engine->create_context({});
-  ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
+  std::unique_ptr<ExecutionContext> context = new_context(*engine);
+  Diagnostic why;
+  ASSERT_EQ(context->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
   AlignedVector<int64_t> ids = {0, 3, 5, 1};
   AlignedVector<float> logits;
-  ASSERT_TRUE(run_llm(*context, ids, &logits)) << context->last_error();
+  ASSERT_EQ(run_llm(*context, ids, &logits, why), Error::Ok) << why.c_str();
   const AlignedVector<float> expected = expected_logits(ids);
   ASSERT_EQ(logits.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_FLOAT_EQ(logits[i], expected[i]) << i;
@@ -192,32 +194,35 @@ TEST(ReferenceOps, LlmShapedChainComputesTheExpectedLogits) {
 
 TEST(ReferenceOps, OutputShapesFollowTheInputShapes) {
   std::unique_ptr<Engine> engine = load_llm(test_label());
-  std::unique_ptr<ExecutionContext> context = engine->create_context({});
+  std::unique_ptr<ExecutionContext> context = new_context(*engine);
   Shape logits;
-  ASSERT_TRUE(context->set_input_shape(0, make_shape({1, 1})));
-  ASSERT_TRUE(context->tensor_shape(1, &logits));
+  Diagnostic why;
+  ASSERT_EQ(context->set_input_shape(0, make_shape({1, 1}), why), Error::Ok) << why.c_str();
+  ASSERT_EQ(context->tensor_shape(1, &logits, why), Error::Ok) << why.c_str();
   EXPECT_EQ(logits, make_shape({1, 1, 3}));
 
-  ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
+  ASSERT_EQ(context->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
   for (int64_t s : {2, 5, 8}) {
-    ASSERT_TRUE(context->set_input_shape(0, make_shape({int64_t{1}, s})));
-    ASSERT_TRUE(context->tensor_shape(1, &logits));
+    ASSERT_EQ(context->set_input_shape(0, make_shape({int64_t{1}, s}), why), Error::Ok) << why.c_str();
+    ASSERT_EQ(context->tensor_shape(1, &logits, why), Error::Ok) << why.c_str();
     EXPECT_EQ(logits, make_shape({int64_t{1}, s, int64_t{3}}));
     Shape ids;
-    ASSERT_TRUE(context->tensor_shape(0, &ids));
+    ASSERT_EQ(context->tensor_shape(0, &ids, why), Error::Ok) << why.c_str();
     EXPECT_EQ(ids, make_shape({int64_t{1}, s}));
   }
 }
 
 TEST(ReferenceOps, OutputsAreWrittenForTheCurrentShapeOnly) {
   std::unique_ptr<Engine> engine = load_llm(test_label());
-  std::unique_ptr<ExecutionContext> context = engine->create_context({});
-  ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
+  std::unique_ptr<ExecutionContext> context = new_context(*engine);
+  Diagnostic why;
+  ASSERT_EQ(context->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
   AlignedVector<int64_t> ids = {4, 2};
   AlignedVector<float> logits(kMaxPrefill * kLogits, -99.0f);
-  ASSERT_TRUE(context->set_input_shape(0, make_shape({1, 2})));
-  ASSERT_TRUE(context->set_tensor_address(0, ids.data()) && context->set_tensor_address(1, logits.data()));
-  ASSERT_TRUE(context->enqueue(nullptr)) << context->last_error();
+  ASSERT_EQ(context->set_input_shape(0, make_shape({1, 2}), why), Error::Ok) << why.c_str();
+  ASSERT_EQ(context->set_tensor_address(0, ids.data(), why), Error::Ok) << why.c_str();
+  ASSERT_EQ(context->set_tensor_address(1, logits.data(), why), Error::Ok) << why.c_str();
+  ASSERT_EQ(context->enqueue(nullptr, why), Error::Ok) << why.c_str();
   const AlignedVector<float> expected = expected_logits(ids);
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_FLOAT_EQ(logits[i], expected[i]) << i;
   for (size_t i = 2 * kLogits; i < logits.size(); ++i) EXPECT_EQ(logits[i], -99.0f) << i;
@@ -245,14 +250,14 @@ void fill_kv(float* cache, float* update) {
 
 // Binds `pointers` in IO order on a new context of a static engine (shapes as declared); the caller enqueues.
 std::unique_ptr<ExecutionContext> bind_static(Engine& engine, const std::vector<void*>& pointers) {
-  std::unique_ptr<ExecutionContext> context = engine.create_context({});
-  EXPECT_NE(context, nullptr) << engine.last_error();
+  std::unique_ptr<ExecutionContext> context = new_context(engine);
   if (context == nullptr) return nullptr;
+  Diagnostic why;
   for (int32_t io = 0; io < static_cast<int32_t>(pointers.size()); ++io) {
     if (engine.io_tensor(io).is_input) {
-      EXPECT_TRUE(context->set_input_shape(io, engine.io_tensor(io).shape)) << context->last_error();
+      EXPECT_EQ(context->set_input_shape(io, engine.io_tensor(io).shape, why), Error::Ok) << why.c_str();
     }
-    EXPECT_TRUE(context->set_tensor_address(io, pointers[static_cast<size_t>(io)])) << context->last_error();
+    EXPECT_EQ(context->set_tensor_address(io, pointers[static_cast<size_t>(io)], why), Error::Ok) << why.c_str();
   }
   return context;
 }
@@ -298,19 +303,20 @@ TEST(ReferenceOps, KvCacheUpdateRangePastTheCacheFailsTheEnqueueNamingItAndWrite
   fill_kv(cache, update);
   std::unique_ptr<ExecutionContext> context = bind_static(*engine, {cache, update, idx, cache});
   ASSERT_NE(context, nullptr);
-  EXPECT_FALSE(context->enqueue(nullptr));
-  const std::string error = context->last_error();
+  Diagnostic why;
+  EXPECT_EQ(context->enqueue(nullptr, why), Error::InvalidArgument) << "the caller's data: " << why.c_str();
+  const std::string error = why.c_str();
   EXPECT_TRUE(has(error, "kv_cache_update of 'cache'")) << error;
   EXPECT_TRUE(has(error, "write index 3 of batch 1 in 'idx' puts 2 rows outside the cache's 4")) << error;
   for (int i = 0; i < 16; ++i) EXPECT_EQ(cache[i], static_cast<float>(100 + i)) << "batch 0 was written too: " << i;
 
   idx[0] = -1;
   idx[1] = 0;
-  EXPECT_FALSE(context->enqueue(nullptr));
-  EXPECT_TRUE(has(context->last_error(), "write index -1 of batch 0")) << context->last_error();
+  EXPECT_EQ(context->enqueue(nullptr, why), Error::InvalidArgument);
+  EXPECT_TRUE(has(why.c_str(), "write index -1 of batch 0")) << why.c_str();
 
   idx[0] = 2;
-  EXPECT_TRUE(context->enqueue(nullptr)) << "a failed enqueue leaves the context usable: " << context->last_error();
+  EXPECT_EQ(context->enqueue(nullptr, why), Error::Ok) << "a failed enqueue leaves the context usable: " << why.c_str();
   EXPECT_EQ(cache[4], -1.0f);
 }
 
@@ -324,16 +330,17 @@ TEST(ReferenceOps, KvCacheUpdateWithItsOutputBoundElsewhereThanTheCacheIsRefused
   fill_kv(cache, update);
   std::unique_ptr<ExecutionContext> context = bind_static(*engine, {cache, update, idx, elsewhere});
   ASSERT_NE(context, nullptr);
-  EXPECT_FALSE(context->enqueue(nullptr));
-  const std::string error = context->last_error();
+  Diagnostic why;
+  EXPECT_EQ(context->enqueue(nullptr, why), Error::Internal) << "TensorRT reports kFAILED_EXECUTION";
+  const std::string error = why.c_str();
   EXPECT_TRUE(has(error, "output 'cache_out' is a KV-cache update of input 'cache'")) << error;
   EXPECT_TRUE(has(error, "must be bound to the same address")) << error;
   for (int i = 0; i < 16; ++i) {
     EXPECT_EQ(cache[i], static_cast<float>(100 + i)) << i;
     EXPECT_EQ(elsewhere[i], 0.0f) << i;
   }
-  ASSERT_TRUE(context->set_tensor_address(3, cache)) << context->last_error();
-  EXPECT_TRUE(context->enqueue(nullptr)) << context->last_error();
+  ASSERT_EQ(context->set_tensor_address(3, cache, why), Error::Ok) << why.c_str();
+  EXPECT_EQ(context->enqueue(nullptr, why), Error::Ok) << why.c_str();
   EXPECT_EQ(cache[0], -1.0f);
 }
 
@@ -440,17 +447,18 @@ TEST(ReferenceOps, CausalAttentionPositionPastTheKeysFailsTheEnqueueNamingIt) {
   alignas(256) float out[8] = {};
   std::unique_ptr<ExecutionContext> context = bind_static(*engine, {q, k, v, pos, out});
   ASSERT_NE(context, nullptr);
-  EXPECT_FALSE(context->enqueue(nullptr));
-  const std::string error = context->last_error();
+  Diagnostic why;
+  EXPECT_EQ(context->enqueue(nullptr, why), Error::InvalidArgument) << "the caller's data: " << why.c_str();
+  const std::string error = why.c_str();
   EXPECT_TRUE(has(error, "causal_attention -> 'out'")) << error;
   EXPECT_TRUE(has(error, "position 2 of batch 1 in 'pos' with 2 queries reaches past the 3 keys")) << error;
 
   pos[1] = -1;
-  EXPECT_FALSE(context->enqueue(nullptr));
-  EXPECT_TRUE(has(context->last_error(), "position -1 of batch 1")) << context->last_error();
+  EXPECT_EQ(context->enqueue(nullptr, why), Error::InvalidArgument);
+  EXPECT_TRUE(has(why.c_str(), "position -1 of batch 1")) << why.c_str();
 
   pos[1] = 1;
-  EXPECT_TRUE(context->enqueue(nullptr)) << context->last_error();
+  EXPECT_EQ(context->enqueue(nullptr, why), Error::Ok) << why.c_str();
 }
 
 }  // namespace

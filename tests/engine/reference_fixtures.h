@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "common/diagnostic.h"
+#include "common/error.h"
 #include "common/shape.h"
 #include "engine/engine.h"
 #include "engine/tensorrt/tensorrt_engine.h"
@@ -110,29 +112,41 @@ inline std::vector<uint8_t> build_or_fail(const Builder& b) {
 // Loads engine bytes through the TensorRT adapter, as the backend does (device 0: the GPU-free implementation
 // deserializes anywhere).
 inline std::unique_ptr<Engine> load(const std::vector<uint8_t>& bytes) {
-  std::string error;
-  std::unique_ptr<Engine> engine = engine::tensorrt::deserialize(bytes.data(), bytes.size(), 0, &error);
-  EXPECT_NE(engine, nullptr) << error;
+  Diagnostic why;
+  std::unique_ptr<Engine> engine;
+  EXPECT_EQ(engine::tensorrt::deserialize(bytes.data(), bytes.size(), 0, &engine, why), Error::Ok) << why.c_str();
   return engine;
 }
 
-// The adapter's refusal of `bytes` (expecting one).
-inline std::string load_error(const std::vector<uint8_t>& bytes) {
-  std::string error;
-  std::unique_ptr<Engine> engine = engine::tensorrt::deserialize(bytes.data(), bytes.size(), 0, &error);
+// The adapter's refusal of `bytes` (expecting one, with code `expected`).
+inline std::string load_error(const std::vector<uint8_t>& bytes, Error expected) {
+  Diagnostic why;
+  std::unique_ptr<Engine> engine;
+  EXPECT_EQ(engine::tensorrt::deserialize(bytes.data(), bytes.size(), 0, &engine, why), expected) << why.c_str();
   EXPECT_EQ(engine, nullptr) << "the load was expected to fail";
-  return error;
+  return why.c_str();
+}
+
+// A new context of `engine` (nullptr, with the reason reported as a test failure, when the engine refuses).
+inline std::unique_ptr<ExecutionContext> new_context(Engine& engine, const ContextOptions& options = {}) {
+  Diagnostic why;
+  std::unique_ptr<ExecutionContext> context;
+  EXPECT_EQ(engine.create_context(options, &context, why), Error::Ok) << why.c_str();
+  return context;
 }
 
 inline std::unique_ptr<Engine> load_llm(const std::string& label) { return load(build_or_fail(llm_builder(label))); }
 
-// Sets ids' shape and both addresses, then enqueues; logits are resized to fit.
-inline bool run_llm(ExecutionContext& context, AlignedVector<int64_t>& ids, AlignedVector<float>* logits,
-                    engine::StreamHandle stream = nullptr) {
+// Sets ids' shape and both addresses, then enqueues; logits are resized to fit. The first failing call's code and
+// reason come back.
+inline Error run_llm(ExecutionContext& context, AlignedVector<int64_t>& ids, AlignedVector<float>* logits,
+                     Diagnostic& why, engine::StreamHandle stream = nullptr) {
   logits->assign(ids.size() * kLogits, -99.0f);
-  return context.set_input_shape(0, make_shape({int64_t{1}, static_cast<int64_t>(ids.size())})) &&
-         context.set_tensor_address(0, ids.data()) && context.set_tensor_address(1, logits->data()) &&
-         context.enqueue(stream);
+  Error error = context.set_input_shape(0, make_shape({int64_t{1}, static_cast<int64_t>(ids.size())}), why);
+  if (error == Error::Ok) error = context.set_tensor_address(0, ids.data(), why);
+  if (error == Error::Ok) error = context.set_tensor_address(1, logits->data(), why);
+  if (error == Error::Ok) error = context.enqueue(stream, why);
+  return error;
 }
 
 inline bool has(const char* text, const std::string& part) { return std::string(text).find(part) != std::string::npos; }

@@ -20,12 +20,13 @@ TEST(ReferenceTrace, RecordsEveryCallInOrderWithItsArguments) {
   AlignedVector<int64_t> ids = {1, 2};
   AlignedVector<float> logits(2 * kLogits);
   {
-    std::unique_ptr<ExecutionContext> context = engine->create_context({});
-    ASSERT_TRUE(context->set_optimization_profile(kPrefill, &stream));
-    ASSERT_TRUE(context->set_input_shape(0, make_shape({1, 2})));
-    ASSERT_TRUE(context->set_tensor_address(0, ids.data()));
-    ASSERT_TRUE(context->set_tensor_address(1, logits.data()));
-    ASSERT_TRUE(context->enqueue(&stream));
+    std::unique_ptr<ExecutionContext> context = new_context(*engine);
+    Diagnostic why;
+    ASSERT_EQ(context->set_optimization_profile(kPrefill, &stream, why), Error::Ok) << why.c_str();
+    ASSERT_EQ(context->set_input_shape(0, make_shape({1, 2}), why), Error::Ok) << why.c_str();
+    ASSERT_EQ(context->set_tensor_address(0, ids.data(), why), Error::Ok) << why.c_str();
+    ASSERT_EQ(context->set_tensor_address(1, logits.data(), why), Error::Ok) << why.c_str();
+    ASSERT_EQ(context->enqueue(&stream, why), Error::Ok) << why.c_str();
   }
   std::vector<TraceEvent> events = trace_events(label);
   const TraceKind kExpected[] = {
@@ -66,25 +67,26 @@ TEST(ReferenceTrace, RecordsEveryCallInOrderWithItsArguments) {
 TEST(ReferenceTrace, CountersCountSwitchesEnqueuesAndTheLastEnqueueProfile) {
   const std::string label = test_label();
   std::unique_ptr<Engine> engine = load_llm(label);
-  std::unique_ptr<ExecutionContext> context = engine->create_context({});
+  std::unique_ptr<ExecutionContext> context = new_context(*engine);
   AlignedVector<int64_t> prompt = {1, 2, 3}, token = {4};
   AlignedVector<float> logits;
+  Diagnostic why;
   EXPECT_EQ(last_enqueue_profile(label), -1);
   // An LLM trace: prefill then three decode steps, twice: 4 regime changes, so 4 switches.
   for (int round = 0; round < 2; ++round) {
-    ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
-    ASSERT_TRUE(run_llm(*context, prompt, &logits)) << context->last_error();
+    ASSERT_EQ(context->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
+    ASSERT_EQ(run_llm(*context, prompt, &logits, why), Error::Ok) << why.c_str();
     EXPECT_EQ(last_enqueue_profile(label), kPrefill);
-    ASSERT_TRUE(context->set_optimization_profile(kDecode, nullptr));
-    for (int step = 0; step < 3; ++step) ASSERT_TRUE(run_llm(*context, token, &logits)) << context->last_error();
+    ASSERT_EQ(context->set_optimization_profile(kDecode, nullptr, why), Error::Ok) << why.c_str();
+    for (int step = 0; step < 3; ++step) ASSERT_EQ(run_llm(*context, token, &logits, why), Error::Ok) << why.c_str();
     EXPECT_EQ(last_enqueue_profile(label), kDecode);
   }
   // A switch the GPU-free implementation refuses (another live context holds the profile) counts as failed.
-  std::unique_ptr<ExecutionContext> other = engine->create_context({});
-  ASSERT_NE(other, nullptr) << engine->last_error();
-  EXPECT_FALSE(other->set_optimization_profile(kDecode, nullptr));
+  std::unique_ptr<ExecutionContext> other = new_context(*engine);
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->set_optimization_profile(kDecode, nullptr, why), Error::Internal);
   // One the adapter refuses (no such profile) never reaches it.
-  EXPECT_FALSE(context->set_optimization_profile(7, nullptr));
+  EXPECT_EQ(context->set_optimization_profile(7, nullptr, why), Error::InvalidArgument);
   const TraceCounters c = trace_counters(label);
   EXPECT_EQ(c.switches, 4);
   EXPECT_EQ(count_switches(label), 4);
@@ -96,17 +98,18 @@ TEST(ReferenceTrace, CountersCountSwitchesEnqueuesAndTheLastEnqueueProfile) {
   EXPECT_EQ(c.contexts_destroyed, 0);
 }
 
-TEST(ReferenceTrace, RefusalsCarryTheMessageLastErrorGave) {
+TEST(ReferenceTrace, RefusalsCarryTheMessageTheAdapterGave) {
   const std::string label = test_label();
   std::unique_ptr<Engine> engine = load_llm(label);
-  std::unique_ptr<ExecutionContext> context = engine->create_context({});
-  EXPECT_FALSE(context->set_input_shape(0, make_shape({1, 3})));
+  std::unique_ptr<ExecutionContext> context = new_context(*engine);
+  Diagnostic why;
+  EXPECT_EQ(context->set_input_shape(0, make_shape({1, 3}), why), Error::InvalidArgument);
   const TraceEvent last = trace_events(label).back();
   EXPECT_EQ(last.kind, TraceKind::kSetInputShape);
   EXPECT_FALSE(last.ok);
   EXPECT_FALSE(last.error.empty());
   // The adapter passes the GPU-free implementation's reason on after naming the NvInfer call.
-  EXPECT_EQ(std::string(context->last_error()), "setInputShape('ids', [1, 3]) under profile 0 failed: " + last.error);
+  EXPECT_EQ(std::string(why.c_str()), "setInputShape('ids', [1, 3]) under profile 0 failed: " + last.error);
   EXPECT_EQ(last.shape, make_shape({1, 3}));
   EXPECT_NE(to_string(last).find("FAILED: "), std::string::npos);
 }
@@ -116,11 +119,12 @@ TEST(ReferenceTrace, SwitchCostIsBusyWaitedAndRecorded) {
   Builder b = llm_builder(label);
   b.set_switch_cost_ns(20000);
   std::unique_ptr<Engine> engine = load(build_or_fail(b));
-  std::unique_ptr<ExecutionContext> context = engine->create_context({});
-  ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
-  std::unique_ptr<ExecutionContext> other = engine->create_context({});
-  ASSERT_NE(other, nullptr) << engine->last_error();
-  EXPECT_FALSE(other->set_optimization_profile(kPrefill, nullptr)) << "context holds profile 1";
+  std::unique_ptr<ExecutionContext> context = new_context(*engine);
+  Diagnostic why;
+  ASSERT_EQ(context->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
+  std::unique_ptr<ExecutionContext> other = new_context(*engine);
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->set_optimization_profile(kPrefill, nullptr, why), Error::Internal) << "context holds profile 1";
   std::vector<TraceEvent> switches = events_of(label, TraceKind::kSetOptimizationProfile);
   ASSERT_EQ(switches.size(), 2u);
   EXPECT_TRUE(switches[0].ok);
@@ -132,12 +136,13 @@ TEST(ReferenceTrace, SwitchCostIsBusyWaitedAndRecorded) {
 TEST(ReferenceTrace, ClearTraceForgetsEventsAndCounters) {
   const std::string label = test_label();
   std::unique_ptr<Engine> engine = load_llm(label);
-  std::unique_ptr<ExecutionContext> context = engine->create_context({});
-  ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
+  std::unique_ptr<ExecutionContext> context = new_context(*engine);
+  Diagnostic why;
+  ASSERT_EQ(context->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
   clear_trace(label);
   EXPECT_TRUE(trace_events(label).empty());
   EXPECT_EQ(count_switches(label), 0);
-  ASSERT_TRUE(context->set_optimization_profile(kDecode, nullptr));
+  ASSERT_EQ(context->set_optimization_profile(kDecode, nullptr, why), Error::Ok) << why.c_str();
   EXPECT_EQ(count_switches(label), 1) << "the engine keeps recording after a clear";
 }
 
@@ -145,8 +150,9 @@ TEST(ReferenceTrace, LabelsKeepSeparateRecords) {
   const std::string a = test_label() + ".a", b = test_label() + ".b";
   std::unique_ptr<Engine> engine_a = load_llm(a);
   std::unique_ptr<Engine> engine_b = load_llm(b);
-  std::unique_ptr<ExecutionContext> context = engine_a->create_context({});
-  ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
+  std::unique_ptr<ExecutionContext> context = new_context(*engine_a);
+  Diagnostic why;
+  ASSERT_EQ(context->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
   EXPECT_EQ(count_switches(a), 1);
   EXPECT_EQ(count_switches(b), 0);
   EXPECT_EQ(trace_events(b).size(), 1u) << "only its load";
@@ -161,8 +167,8 @@ TEST(ReferenceTrace, EnginesSharingALabelAreToldApartByEngineId) {
   std::vector<TraceEvent> loads = events_of(label, TraceKind::kLoadEngine);
   ASSERT_EQ(loads.size(), 2u) << dump(label);
   EXPECT_NE(loads[0].engine_id, loads[1].engine_id);
-  std::unique_ptr<ExecutionContext> c1 = first->create_context({});
-  std::unique_ptr<ExecutionContext> c2 = second->create_context({});
+  std::unique_ptr<ExecutionContext> c1 = new_context(*first);
+  std::unique_ptr<ExecutionContext> c2 = new_context(*second);
   std::vector<TraceEvent> created = events_of(label, TraceKind::kCreateContext);
   ASSERT_EQ(created.size(), 2u);
   EXPECT_EQ(created[0].engine_id, loads[0].engine_id);
@@ -175,10 +181,11 @@ TEST(ReferenceTrace, TracingCanBeTurnedOffGlobally) {
   const std::string label = test_label();
   std::unique_ptr<Engine> engine = load_llm(label);
   set_tracing_enabled(false);
-  std::unique_ptr<ExecutionContext> context = engine->create_context({});
-  const bool switched = context->set_optimization_profile(kPrefill, nullptr);
+  std::unique_ptr<ExecutionContext> context = new_context(*engine);
+  Diagnostic why;
+  const Error switched = context->set_optimization_profile(kPrefill, nullptr, why);
   set_tracing_enabled(true);
-  ASSERT_TRUE(switched);
+  ASSERT_EQ(switched, Error::Ok) << why.c_str();
   EXPECT_EQ(trace_events(label).size(), 1u) << dump(label);
   EXPECT_EQ(count_switches(label), 0);
 }
@@ -192,10 +199,11 @@ TEST(ReferenceTrace, TracingCanBeTurnedOffPerEngine) {
   std::unique_ptr<Engine> loud = load_llm(label);
   ASSERT_NE(quiet, nullptr);
   ASSERT_NE(loud, nullptr);
-  std::unique_ptr<ExecutionContext> quiet_context = quiet->create_context({});
-  std::unique_ptr<ExecutionContext> loud_context = loud->create_context({});
-  ASSERT_TRUE(quiet_context->set_optimization_profile(kPrefill, nullptr));
-  ASSERT_TRUE(loud_context->set_optimization_profile(kPrefill, nullptr));
+  std::unique_ptr<ExecutionContext> quiet_context = new_context(*quiet);
+  std::unique_ptr<ExecutionContext> loud_context = new_context(*loud);
+  Diagnostic why;
+  ASSERT_EQ(quiet_context->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
+  ASSERT_EQ(loud_context->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
   EXPECT_EQ(count_switches(label), 1) << dump(label);
   EXPECT_EQ(trace_counters(label).engines_loaded, 1);
   EXPECT_EQ(trace_counters(label).contexts_created, 1);
@@ -206,12 +214,13 @@ TEST(ReferenceTrace, TracingCanBeTurnedOffInTheEngineBytes) {
   Builder b = llm_builder(label);
   b.set_tracing(false);
   std::unique_ptr<Engine> engine = load(build_or_fail(b));
-  std::unique_ptr<ExecutionContext> context = engine->create_context({});
-  ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
+  std::unique_ptr<ExecutionContext> context = new_context(*engine);
+  Diagnostic why;
+  ASSERT_EQ(context->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
   AlignedVector<int64_t> token = {1};
   AlignedVector<float> logits;
-  ASSERT_TRUE(context->set_optimization_profile(kDecode, nullptr));
-  EXPECT_TRUE(run_llm(*context, token, &logits)) << context->last_error();
+  ASSERT_EQ(context->set_optimization_profile(kDecode, nullptr, why), Error::Ok) << why.c_str();
+  EXPECT_EQ(run_llm(*context, token, &logits, why), Error::Ok) << why.c_str();
   EXPECT_EQ(logits, expected_logits(token)) << "an engine that does not trace still runs";
   context.reset();
   engine.reset();
@@ -233,12 +242,13 @@ size_t heap_in_use() {
 void load_run_unload(const std::vector<uint8_t>& bytes) {
   std::unique_ptr<Engine> engine = load(bytes);
   ASSERT_NE(engine, nullptr);
-  std::unique_ptr<ExecutionContext> context = engine->create_context({});
-  ASSERT_NE(context, nullptr) << engine->last_error();
+  std::unique_ptr<ExecutionContext> context = new_context(*engine);
+  ASSERT_NE(context, nullptr);
   AlignedVector<int64_t> ids = {1, 2};
   AlignedVector<float> logits;
-  ASSERT_TRUE(context->set_optimization_profile(kPrefill, nullptr));
-  ASSERT_TRUE(run_llm(*context, ids, &logits)) << context->last_error();
+  Diagnostic why;
+  ASSERT_EQ(context->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
+  ASSERT_EQ(run_llm(*context, ids, &logits, why), Error::Ok) << why.c_str();
 }
 
 TEST(ReferenceTraceMemory, ThousandLoadForwardUnloadCyclesDoNotGrowMemory) {

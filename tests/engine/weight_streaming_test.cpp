@@ -25,40 +25,45 @@ TEST(WeightStreaming, StreamingEngineReportsItsWeightsAndStartsWithAllOfThemResi
   EXPECT_EQ(engine->streamable_weights_size(), 64);
   EXPECT_EQ(engine->weight_streaming_budget(), 64);
   EXPECT_EQ(engine->weight_streaming_automatic_budget(), 32);
-  EXPECT_TRUE(engine->set_weight_streaming_budget(0)) << engine->last_error();
+  Diagnostic why;
+  EXPECT_EQ(engine->set_weight_streaming_budget(0, why), Error::Ok) << why.c_str();
   EXPECT_EQ(engine->weight_streaming_budget(), 0);
 }
 
 TEST(WeightStreaming, BudgetOutsideZeroToTheStreamableSizeIsRefusedAndChangesNothing) {
   std::unique_ptr<Engine> engine = load(build_or_fail(weights_builder(test_label(), true)));
   ASSERT_NE(engine, nullptr);
-  EXPECT_FALSE(engine->set_weight_streaming_budget(65));
-  EXPECT_TRUE(has(engine->last_error(), "setWeightStreamingBudgetV2(65) failed: setWeightStreamingBudgetV2(65): the "
-                                        "budget must be in [0, 64]"))
-      << engine->last_error();
-  EXPECT_FALSE(engine->set_weight_streaming_budget(-1));
+  Diagnostic why;
+  EXPECT_EQ(engine->set_weight_streaming_budget(65, why), Error::InvalidArgument);
+  EXPECT_TRUE(has(why.c_str(), "setWeightStreamingBudgetV2(65) failed: setWeightStreamingBudgetV2(65): the "
+                               "budget must be in [0, 64]"))
+      << why.c_str();
+  EXPECT_EQ(engine->set_weight_streaming_budget(-1, why), Error::InvalidArgument);
   EXPECT_EQ(engine->weight_streaming_budget(), 64);
 }
 
 TEST(WeightStreaming, BudgetCannotChangeWhileAContextExists) {
   std::unique_ptr<Engine> engine = load(build_or_fail(weights_builder(test_label(), true)));
   ASSERT_NE(engine, nullptr);
+  Diagnostic why;
   {
-    std::unique_ptr<ExecutionContext> context = engine->create_context({});
-    ASSERT_NE(context, nullptr) << engine->last_error();
-    EXPECT_FALSE(engine->set_weight_streaming_budget(16));
-    EXPECT_TRUE(has(engine->last_error(), "has 1 execution context(s); the budget can change only before the first"))
-        << engine->last_error();
+    std::unique_ptr<ExecutionContext> context = new_context(*engine);
+    ASSERT_NE(context, nullptr);
+    // The adapter reports every refused budget as InvalidArgument, this one included.
+    EXPECT_EQ(engine->set_weight_streaming_budget(16, why), Error::InvalidArgument);
+    EXPECT_TRUE(has(why.c_str(), "has 1 execution context(s); the budget can change only before the first"))
+        << why.c_str();
   }
-  EXPECT_TRUE(engine->set_weight_streaming_budget(16)) << engine->last_error();
+  EXPECT_EQ(engine->set_weight_streaming_budget(16, why), Error::Ok) << why.c_str();
 }
 
 TEST(WeightStreaming, EngineWithoutStreamableWeightsRefusesABudget) {
   std::unique_ptr<Engine> engine = load(build_or_fail(weights_builder(test_label(), false)));
   ASSERT_NE(engine, nullptr);
   EXPECT_EQ(engine->streamable_weights_size(), 0);
-  EXPECT_FALSE(engine->set_weight_streaming_budget(0));
-  EXPECT_TRUE(has(engine->last_error(), "was not built with weight streaming")) << engine->last_error();
+  Diagnostic why;
+  EXPECT_EQ(engine->set_weight_streaming_budget(0, why), Error::InvalidArgument);
+  EXPECT_TRUE(has(why.c_str(), "was not built with weight streaming")) << why.c_str();
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/tensorrt/tensorrt_engine.h"
@@ -26,6 +27,8 @@
 
 namespace {
 
+using etrt::Diagnostic;
+using etrt::Error;
 using etrt::Shape;
 using etrt::engine::ContextOptions;
 using etrt::engine::Engine;
@@ -52,8 +55,8 @@ struct Buffer {
   }
 };
 
-void expect_message(const char* message, const char* call) {
-  ETRT_FUZZ_CHECK(message != nullptr && message[0] != '\0', std::string(call) + " failed without a message");
+void expect_message(const Diagnostic& why, const char* call) {
+  ETRT_FUZZ_CHECK(!why.empty(), std::string(call) + " failed without a message");
 }
 
 bool sane_shape(const Shape& s) { return s.rank >= 0 && s.rank <= etrt::kMaxRank; }
@@ -91,8 +94,9 @@ void fill(Buffer& buffer, etrt::DataType dtype, int mode, etrt::fuzz::Stream& st
 
 // One context's run on `profile`: switch, set every input shape, read the outputs', bind, enqueue twice.
 void run_context(const Engine& engine, ExecutionContext& context, int32_t profile, etrt::fuzz::Stream& stream) {
+  Diagnostic why;
   if (profile != context.optimization_profile() || stream.next() % 4 == 0) {
-    if (!context.set_optimization_profile(profile, nullptr)) return expect_message(context.last_error(), "switch");
+    if (context.set_optimization_profile(profile, nullptr, why) != Error::Ok) return expect_message(why, "switch");
     ETRT_FUZZ_CHECK(context.optimization_profile() == profile, "a successful switch left another profile active");
   }
   const int32_t n = engine.num_io_tensors();
@@ -100,14 +104,14 @@ void run_context(const Engine& engine, ExecutionContext& context, int32_t profil
     const TensorDesc& desc = engine.io_tensor(i);
     if (!desc.is_input) continue;
     Shape min, opt, max, shape = desc.shape;
-    if (engine.profile_shape(profile, i, &min, &opt, &max)) {
+    if (engine.profile_shape(profile, i, &min, &opt, &max, why) == Error::Ok) {
       ETRT_FUZZ_CHECK(sane_shape(min) && sane_shape(opt) && sane_shape(max), "profile bounds of an impossible rank");
       const uint64_t pick = stream.next() % 3;
       shape = pick == 0 ? min : pick == 1 ? opt : max;
       // The kernels are not what is fuzzed here: big shapes only cost time.
       if (shape.numel() > kMaxElements) shape = min;
     }
-    if (!context.set_input_shape(i, shape)) return expect_message(context.last_error(), "set_input_shape");
+    if (context.set_input_shape(i, shape, why) != Error::Ok) return expect_message(why, "set_input_shape");
   }
   std::vector<Buffer> buffers;
   buffers.reserve(static_cast<size_t>(n));
@@ -115,7 +119,7 @@ void run_context(const Engine& engine, ExecutionContext& context, int32_t profil
   for (int32_t i = 0; i < n; ++i) {
     const TensorDesc& desc = engine.io_tensor(i);
     Shape shape;
-    if (!context.tensor_shape(i, &shape)) return expect_message(context.last_error(), "tensor_shape");
+    if (context.tensor_shape(i, &shape, why) != Error::Ok) return expect_message(why, "tensor_shape");
     ETRT_FUZZ_CHECK(sane_shape(shape), "tensor_shape returned rank " + std::to_string(shape.rank));
     uint64_t bytes = 0;
     if (!tensor_bytes(shape, desc.dtype, &bytes) || (total += bytes) > kMaxBytes) return;  // unknown dims or too big
@@ -126,18 +130,19 @@ void run_context(const Engine& engine, ExecutionContext& context, int32_t profil
     const TensorDesc& desc = engine.io_tensor(i);
     // An output the engine writes into an input must be bound to the input's memory (TensorRT's rule).
     const int32_t at = !desc.is_input && desc.aliased_input >= 0 && desc.aliased_input < n ? desc.aliased_input : i;
-    if (!context.set_tensor_address(i, buffers[static_cast<size_t>(at)].bytes.get()))
-      return expect_message(context.last_error(), "set_tensor_address");
+    if (context.set_tensor_address(i, buffers[static_cast<size_t>(at)].bytes.get(), why) != Error::Ok)
+      return expect_message(why, "set_tensor_address");
   }
   for (int round = 0; round < 2; ++round)
-    if (!context.enqueue(nullptr)) return expect_message(context.last_error(), "enqueue");
+    if (context.enqueue(nullptr, why) != Error::Ok) return expect_message(why, "enqueue");
 }
 
 void one_engine(const uint8_t* data, size_t size) {
-  std::string error;
-  std::unique_ptr<Engine> engine = etrt::engine::tensorrt::deserialize(data, size, 0, &error);
-  if (engine == nullptr) {
-    ETRT_FUZZ_CHECK(!error.empty(), "deserialize refused without a message");
+  Diagnostic why;
+  std::unique_ptr<Engine> engine;
+  if (etrt::engine::tensorrt::deserialize(data, size, 0, &engine, why) != Error::Ok) {
+    ETRT_FUZZ_CHECK(!why.empty(), "deserialize refused without a message");
+    ETRT_FUZZ_CHECK(engine == nullptr, "deserialize refused yet returned an engine");
     return;
   }
   etrt::fuzz::Stream stream{etrt::fuzz::hash(data, size)};
@@ -158,21 +163,24 @@ void one_engine(const uint8_t* data, size_t size) {
   const int32_t profiles = engine->num_profiles();
   ETRT_FUZZ_CHECK(profiles >= 1, "an engine with " + std::to_string(profiles) + " profiles");
   Shape min, opt, max;
-  ETRT_FUZZ_CHECK(!engine->profile_shape(profiles, 0, &min, &opt, &max), "bounds of a profile past the last");
-  ETRT_FUZZ_CHECK(!engine->profile_shape(-1, 0, &min, &opt, &max), "bounds of profile -1");
-  ETRT_FUZZ_CHECK(!engine->profile_shape(0, n, &min, &opt, &max), "bounds of an IO index past the last");
+  ETRT_FUZZ_CHECK(engine->profile_shape(profiles, 0, &min, &opt, &max, why) == Error::InvalidArgument,
+                  "bounds of a profile past the last");
+  ETRT_FUZZ_CHECK(engine->profile_shape(-1, 0, &min, &opt, &max, why) == Error::InvalidArgument,
+                  "bounds of profile -1");
+  ETRT_FUZZ_CHECK(engine->profile_shape(0, n, &min, &opt, &max, why) == Error::InvalidArgument,
+                  "bounds of an IO index past the last");
 
   if (engine->streamable_weights_size() > 0 && stream.next() % 2 == 0) {
     const int64_t budget =
         static_cast<int64_t>(stream.next() % static_cast<uint64_t>(engine->streamable_weights_size() + 2));
-    if (!engine->set_weight_streaming_budget(budget))
-      expect_message(engine->last_error(), "set_weight_streaming_budget");
+    if (engine->set_weight_streaming_budget(budget, why) != Error::Ok)
+      expect_message(why, "set_weight_streaming_budget");
   }
 
   // Device engines cannot run here (no CUDA): context creation must refuse them, saying so.
   if (engine->memory_kind() != MemoryKind::kHost) {
-    std::unique_ptr<ExecutionContext> context = engine->create_context(ContextOptions{});
-    if (context == nullptr) expect_message(engine->last_error(), "create_context");
+    std::unique_ptr<ExecutionContext> context;
+    if (engine->create_context(ContextOptions{}, &context, why) != Error::Ok) expect_message(why, "create_context");
     return;
   }
   // The backend refuses shape tensors at load; it never drives such an engine.
@@ -181,8 +189,8 @@ void one_engine(const uint8_t* data, size_t size) {
   // run_fuzzers.sh sets, an allocation past max_allocation_size_mb fails as it would on a machine without the
   // memory, and the refusal must say so).
   if (engine->device_memory_size() > kMaxScratch) {
-    std::unique_ptr<ExecutionContext> context = engine->create_context(ContextOptions{});
-    if (context == nullptr) expect_message(engine->last_error(), "create_context");
+    std::unique_ptr<ExecutionContext> context;
+    if (engine->create_context(ContextOptions{}, &context, why) != Error::Ok) expect_message(why, "create_context");
     return;
   }
 
@@ -193,17 +201,18 @@ void one_engine(const uint8_t* data, size_t size) {
     Buffer scratch(engine->device_memory_size());
     std::vector<std::unique_ptr<ExecutionContext>> contexts;
     for (int32_t p = 0; p < run; ++p) {
-      contexts.push_back(engine->create_context(ContextOptions{true}));
-      if (contexts.back() == nullptr) {
-        expect_message(engine->last_error(), "create_context");
+      std::unique_ptr<ExecutionContext> context;
+      if (engine->create_context(ContextOptions{true}, &context, why) != Error::Ok) {
+        expect_message(why, "create_context");
         return;
       }
-      if (!contexts.back()->set_device_memory(scratch.bytes.get(), scratch.size)) {
-        expect_message(contexts.back()->last_error(), "set_device_memory");
+      contexts.push_back(std::move(context));
+      if (contexts.back()->set_device_memory(scratch.bytes.get(), scratch.size, why) != Error::Ok) {
+        expect_message(why, "set_device_memory");
         return;
       }
-      if (p > 0 && !contexts.back()->set_optimization_profile(p, nullptr)) {
-        expect_message(contexts.back()->last_error(), "switch");
+      if (p > 0 && contexts.back()->set_optimization_profile(p, nullptr, why) != Error::Ok) {
+        expect_message(why, "switch");
         return;
       }
     }
@@ -212,9 +221,9 @@ void one_engine(const uint8_t* data, size_t size) {
     return;
   }
   // switch: one context, its own scratch, moved across the profiles.
-  std::unique_ptr<ExecutionContext> context = engine->create_context(ContextOptions{});
-  if (context == nullptr) {
-    expect_message(engine->last_error(), "create_context");
+  std::unique_ptr<ExecutionContext> context;
+  if (engine->create_context(ContextOptions{}, &context, why) != Error::Ok) {
+    expect_message(why, "create_context");
     return;
   }
   for (int32_t p = 0; p < run; ++p) run_context(*engine, *context, p, stream);

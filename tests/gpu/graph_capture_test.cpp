@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,39 +26,41 @@ TEST(GraphCudaEngine, FirstEnqueueAfterAShapeChangeRefusesCaptureAndTheNextCaptu
   std::string error;
   const std::vector<uint8_t> bytes = b.build(&error);
   ASSERT_FALSE(bytes.empty()) << error;
-  auto engine = etrt::engine::tensorrt::deserialize(bytes.data(), bytes.size(), 0, &error);
-  ASSERT_NE(engine, nullptr) << error;
-  auto context = engine->create_context({});
-  ASSERT_NE(context, nullptr) << engine->last_error();
+  etrt::Diagnostic why;
+  std::unique_ptr<etrt::engine::Engine> engine;
+  ASSERT_EQ(etrt::engine::tensorrt::deserialize(bytes.data(), bytes.size(), 0, &engine, why), etrt::Error::Ok)
+      << why.c_str();
+  std::unique_ptr<etrt::engine::ExecutionContext> context;
+  ASSERT_EQ(engine->create_context({}, &context, why), etrt::Error::Ok) << why.c_str();
   void *x = nullptr, *y = nullptr;
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaMalloc(&x, 8 * sizeof(float)), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&y, 8 * sizeof(float)), cudaSuccess);
   ASSERT_EQ(cudaMemset(x, 0, 8 * sizeof(float)), cudaSuccess);
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  ASSERT_TRUE(context->set_input_shape(0, etrt::make_shape({1, 4})));
-  ASSERT_TRUE(context->set_tensor_address(0, x) && context->set_tensor_address(1, y));
+  ASSERT_EQ(context->set_input_shape(0, etrt::make_shape({1, 4}), why), etrt::Error::Ok) << why.c_str();
+  ASSERT_EQ(context->set_tensor_address(0, x, why), etrt::Error::Ok) << why.c_str();
+  ASSERT_EQ(context->set_tensor_address(1, y, why), etrt::Error::Ok) << why.c_str();
 
-  auto capture = [&](bool* enqueued) {
+  auto capture = [&](etrt::Error* enqueued) {
     cudaGraph_t graph = nullptr;
     EXPECT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-    *enqueued = context->enqueue(stream);
+    *enqueued = context->enqueue(stream, why);
     const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
     (void)cudaGetLastError();
     if (graph != nullptr) cudaGraphDestroy(graph);
     return ended;
   };
-  bool enqueued = true;
+  etrt::Error enqueued = etrt::Error::Ok;
   (void)capture(&enqueued);
-  EXPECT_FALSE(enqueued);
-  EXPECT_NE(std::string(context->last_error()).find("first enqueue since the input shapes or the optimization profile "
-                                                    "changed"),
+  EXPECT_EQ(enqueued, etrt::Error::Internal) << "TensorRT reports kFAILED_EXECUTION";
+  EXPECT_NE(std::string(why.c_str()).find("first enqueue since the input shapes or the optimization profile changed"),
             std::string::npos)
-      << context->last_error();
-  ASSERT_TRUE(context->enqueue(stream)) << context->last_error();
+      << why.c_str();
+  ASSERT_EQ(context->enqueue(stream, why), etrt::Error::Ok) << why.c_str();
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   EXPECT_EQ(capture(&enqueued), cudaSuccess);
-  EXPECT_TRUE(enqueued) << context->last_error();
+  EXPECT_EQ(enqueued, etrt::Error::Ok) << why.c_str();
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   context.reset();
   cudaStreamDestroy(stream);

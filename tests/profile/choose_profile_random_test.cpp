@@ -139,8 +139,8 @@ TEST(ChooseProfileRandomized, AgreesWithABruteForceReferenceUnderEveryRequestKin
   for (int t = 0; t < kTables; ++t) {
     const Engine e = random_engine(rng);
     ProfileTable table;
-    std::string error;
-    ASSERT_TRUE(ProfileTable::build(e.num_profiles, e.inputs, &table, &error)) << error;
+    Diagnostic error;
+    ASSERT_EQ(ProfileTable::build(e.num_profiles, e.inputs, &table, error), Error::Ok) << error.c_str();
     ASSERT_EQ(table.is_static(), reference_static(e));
     for (int s = 0; s < kShapesPerTable; ++s) {
       const std::vector<Shape> shapes = random_shapes(rng, e);
@@ -155,8 +155,8 @@ TEST(ChooseProfileRandomized, AgreesWithABruteForceReferenceUnderEveryRequestKin
         Choice choice;
         Diagnostic why;
         std::optional<int32_t> ours;
-        if (choose_profile(table, request, active, shapes, &choice, &why) &&
-            validate_shapes(table, choice.profile, shapes, &why)) {
+        if (choose_profile(table, request, active, shapes, &choice, why) == Error::Ok &&
+            validate_shapes(table, choice.profile, shapes, why) == Error::Ok) {
           ours = choice.profile;
         }
         const std::optional<int32_t> expected = reference(e, request, active, shapes);
@@ -167,12 +167,15 @@ TEST(ChooseProfileRandomized, AgreesWithABruteForceReferenceUnderEveryRequestKin
         // The one-call path must agree exactly: result, choice and message.
         Choice one_call_choice{-5, false};
         Diagnostic one_call_why;
-        const bool one_call = choose_and_validate(table, request, active, shapes, &one_call_choice, &one_call_why);
+        const Error one_call_status =
+            choose_and_validate(table, request, active, shapes, &one_call_choice, one_call_why);
+        const bool one_call = one_call_status == Error::Ok;
         ASSERT_EQ(one_call, ours.has_value()) << one_call_why.c_str();
         if (one_call) {
           ASSERT_EQ(one_call_choice.profile, choice.profile);
           ASSERT_EQ(one_call_choice.pin_ignored, choice.pin_ignored);
         } else {
+          ASSERT_EQ(one_call_status, Error::InvalidArgument);
           ASSERT_STREQ(one_call_why.c_str(), why.c_str());
           ASSERT_EQ(one_call_choice.profile, -5);
         }

@@ -38,7 +38,7 @@ Outcome choose(const ProfileTable& table, const ProfileRequest& request, int32_t
                const std::vector<Shape>& shapes) {
   Outcome out;
   Diagnostic why;
-  out.ok = choose_profile(table, request, active, shapes, &out.choice, &why);
+  out.ok = choose_profile(table, request, active, shapes, &out.choice, why) == Error::Ok;
   out.message = why.c_str();
   return out;
 }
@@ -297,7 +297,7 @@ TEST(ChooseProfile, AnUnbuiltTableIsRefused) {
 TEST(ChooseProfile, ARefusalLeavesTheChoiceUntouched) {
   Choice choice{7, true};
   Diagnostic why;
-  EXPECT_FALSE(choose_profile(decode_prefill_table(), pin(9), 0, kDecode, &choice, &why));
+  EXPECT_EQ(choose_profile(decode_prefill_table(), pin(9), 0, kDecode, &choice, why), Error::InvalidArgument);
   EXPECT_EQ(choice.profile, 7);
   EXPECT_TRUE(choice.pin_ignored);
 }
@@ -306,15 +306,17 @@ TEST(ChooseProfile, SuccessLeavesTheDiagnosticUntouched) {
   Diagnostic why;
   why.append("earlier text");
   Choice choice;
-  EXPECT_TRUE(choose_profile(decode_prefill_table(), kSticky, 0, kPrefill, &choice, &why));
+  EXPECT_EQ(choose_profile(decode_prefill_table(), kSticky, 0, kPrefill, &choice, why), Error::Ok);
   EXPECT_STREQ(why.c_str(), "earlier text");
 }
 
-TEST(ChooseProfile, ANullDiagnosticIsAllowed) {
+TEST(ChooseProfile, RefusalsAreInvalidArgument) {
   Choice choice;
-  EXPECT_FALSE(choose_profile(decode_prefill_table(), pin(9), 0, kDecode, &choice, nullptr));
+  Diagnostic why;
+  EXPECT_EQ(choose_profile(decode_prefill_table(), pin(9), 0, kDecode, &choice, why), Error::InvalidArgument);
   const std::vector<Shape> too_long = {S({1, 4096})};
-  EXPECT_FALSE(choose_profile(overlapping_table(), kSticky, 0, too_long, &choice, nullptr));
+  EXPECT_EQ(choose_profile(overlapping_table(), kSticky, 0, too_long, &choice, why), Error::InvalidArgument);
+  EXPECT_EQ(choose_profile(ProfileTable{}, kDefault, 0, {}, &choice, why), Error::InvalidArgument);
 }
 
 TEST(ChooseProfile, TheTableLabelPrefixesEveryRefusal) {

@@ -33,9 +33,9 @@ TEST(NoAllocation, ChooseAndValidateDoNotAllocateWhenTheyAccept) {
     Diagnostic why;
     Choice choice;
     for (const auto policy : {AutoPolicy::kStickyFirstFit, AutoPolicy::kFirstFit}) {
-      EXPECT_TRUE(choose_profile(table, ProfileRequest::automatic(policy), 0, prefill, &choice, &why));
-      EXPECT_TRUE(validate_shapes(table, choice.profile, prefill, &why));
-      EXPECT_TRUE(choose_and_validate(table, ProfileRequest::automatic(policy), 0, prefill, &choice, &why));
+      EXPECT_EQ(choose_profile(table, ProfileRequest::automatic(policy), 0, prefill, &choice, why), Error::Ok);
+      EXPECT_EQ(validate_shapes(table, choice.profile, prefill, why), Error::Ok);
+      EXPECT_EQ(choose_and_validate(table, ProfileRequest::automatic(policy), 0, prefill, &choice, why), Error::Ok);
     }
   });
   EXPECT_EQ(n, 0);
@@ -49,12 +49,13 @@ TEST(NoAllocation, RefusalsFormatTheirMessagesWithoutAllocating) {
   const int64_t n = allocations_in([&] {
     Diagnostic why;
     Choice choice;
-    EXPECT_FALSE(choose_profile(table, ProfileRequest::automatic(AutoPolicy::kFirstFit), 0, too_long, &choice, &why));
-    EXPECT_FALSE(choose_profile(table, ProfileRequest::pinned(5), 0, too_long, &choice, &why));
-    EXPECT_FALSE(choose_profile(table, ProfileRequest::pinned(0), 0, bad_rank, &choice, &why));
-    EXPECT_FALSE(validate_shapes(table, 1, too_long, &why));
-    EXPECT_FALSE(validate_shapes(table, 0, too_long, &why));
-    EXPECT_FALSE(choose_and_validate(table, ProfileRequest::pinned(1), 0, too_long, &choice, &why));
+    EXPECT_EQ(choose_profile(table, ProfileRequest::automatic(AutoPolicy::kFirstFit), 0, too_long, &choice, why),
+              Error::InvalidArgument);
+    EXPECT_EQ(choose_profile(table, ProfileRequest::pinned(5), 0, too_long, &choice, why), Error::InvalidArgument);
+    EXPECT_EQ(choose_profile(table, ProfileRequest::pinned(0), 0, bad_rank, &choice, why), Error::InvalidArgument);
+    EXPECT_EQ(validate_shapes(table, 1, too_long, why), Error::InvalidArgument);
+    EXPECT_EQ(validate_shapes(table, 0, too_long, why), Error::InvalidArgument);
+    EXPECT_EQ(choose_and_validate(table, ProfileRequest::pinned(1), 0, too_long, &choice, why), Error::InvalidArgument);
   });
   EXPECT_EQ(n, 0);
 }

@@ -23,10 +23,10 @@ using testing::S;
 // Builds and expects a refusal; returns its message.
 std::string build_error(int32_t num_profiles, const std::vector<InputBounds>& inputs) {
   ProfileTable table;
-  std::string error;
-  EXPECT_FALSE(ProfileTable::build(num_profiles, inputs, &table, &error));
+  Diagnostic error;
+  EXPECT_EQ(ProfileTable::build(num_profiles, inputs, &table, error), Error::InvalidArgument);
   EXPECT_FALSE(error.empty());
-  return error;
+  return error.c_str();
 }
 
 TEST(ProfileTable, BuildRecordsProfileCountInputNamesAndRanks) {
@@ -111,8 +111,8 @@ TEST(ProfileTable, OptDoesNotMakeADimensionDistinguishing) {
 TEST(ProfileTable, LabelSetBeforeBuildSurvivesIt) {
   ProfileTable table;
   table.set_label("TensorRT delegate 'forward' #0");
-  std::string error;
-  ASSERT_TRUE(ProfileTable::build(1, Span<const InputBounds>{}, &table, &error)) << error;
+  Diagnostic error;
+  ASSERT_EQ(ProfileTable::build(1, Span<const InputBounds>{}, &table, error), Error::Ok) << error.c_str();
   EXPECT_EQ(table.label(), "TensorRT delegate 'forward' #0");
 }
 
@@ -174,15 +174,16 @@ TEST(ProfileTable, BuildRefusesANegativeRank) {
 
 TEST(ProfileTable, AFailedBuildLeavesTheOutputTableUntouched) {
   ProfileTable table = decode_prefill_table();
-  std::string error;
-  EXPECT_FALSE(ProfileTable::build(0, Span<const InputBounds>{}, &table, &error));
+  Diagnostic error;
+  EXPECT_EQ(ProfileTable::build(0, Span<const InputBounds>{}, &table, error), Error::InvalidArgument);
   EXPECT_EQ(table.num_profiles(), 2);
   EXPECT_EQ(table.num_inputs(), 3);
 }
 
-TEST(ProfileTable, BuildAcceptsANullErrorString) {
+TEST(ProfileTable, BuildRefusesWithInvalidArgument) {
   ProfileTable table;
-  EXPECT_FALSE(ProfileTable::build(0, Span<const InputBounds>{}, &table, nullptr));
+  Diagnostic why;
+  EXPECT_EQ(ProfileTable::build(0, Span<const InputBounds>{}, &table, why), Error::InvalidArgument);
 }
 
 }  // namespace

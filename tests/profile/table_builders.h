@@ -47,8 +47,8 @@ inline InputBounds fixed_input(std::string name, Shape shape, int32_t num_profil
 
 inline ProfileTable build_table(int32_t num_profiles, const std::vector<InputBounds>& inputs) {
   ProfileTable table;
-  std::string error;
-  EXPECT_TRUE(ProfileTable::build(num_profiles, inputs, &table, &error)) << error;
+  Diagnostic error;
+  EXPECT_EQ(ProfileTable::build(num_profiles, inputs, &table, error), Error::Ok) << error.c_str();
   return table;
 }
 

@@ -25,7 +25,9 @@ using testing::S;
 // The refusal's message, or "" when the shapes were accepted.
 std::string validate(const ProfileTable& table, int32_t profile, const std::vector<Shape>& shapes) {
   Diagnostic why;
-  if (validate_shapes(table, profile, shapes, &why)) return "";
+  const Error status = validate_shapes(table, profile, shapes, why);
+  if (status == Error::Ok) return "";
+  EXPECT_EQ(status, Error::InvalidArgument);
   EXPECT_FALSE(why.empty());
   return why.c_str();
 }
@@ -123,9 +125,10 @@ TEST(ValidateShapes, AnUnlabelledTableStartsWithTheProblem) {
   EXPECT_THAT(validate(dynamic_single_table(), 0, {S({1, 4096})}), ::testing::StartsWith("input 'input_ids'"));
 }
 
-TEST(ValidateShapes, ANullDiagnosticIsAllowed) {
+TEST(ValidateShapes, RefusalsAreInvalidArgument) {
   const std::vector<Shape> too_long = {S({1, 4096})};
-  EXPECT_FALSE(validate_shapes(dynamic_single_table(), 0, too_long, nullptr));
+  Diagnostic why;
+  EXPECT_EQ(validate_shapes(dynamic_single_table(), 0, too_long, why), Error::InvalidArgument);
 }
 
 TEST(ValidateShapes, AVeryLongMessageIsTruncatedNotOverflowed) {
@@ -137,7 +140,7 @@ TEST(ValidateShapes, AVeryLongMessageIsTruncatedNotOverflowed) {
   }
   shapes.pop_back();  // one short: the message lists all 60 long names
   Diagnostic why;
-  EXPECT_FALSE(validate_shapes(build_table(1, inputs), 0, shapes, &why));
+  EXPECT_EQ(validate_shapes(build_table(1, inputs), 0, shapes, why), Error::InvalidArgument);
   EXPECT_TRUE(why.truncated());
   EXPECT_THAT(std::string(why.c_str()), ::testing::EndsWith("..."));
   EXPECT_THAT(std::string(why.c_str()), Not(HasSubstr("Pass exactly one tensor")));

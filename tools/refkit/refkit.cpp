@@ -14,8 +14,13 @@ std::vector<int64_t> dims_of(const Shape& s) { return std::vector<int64_t>(s.d, 
 
 std::vector<uint8_t> blob_for_engine(const std::vector<uint8_t>& engine_bytes, bool with_signature,
                                      std::string* error, const std::function<void(blob::Metadata&)>& edit) {
-  auto engine = engine::tensorrt::deserialize(engine_bytes.data(), engine_bytes.size(), /*device_id=*/0, error);
-  if (!engine) return {};
+  Diagnostic why;
+  std::unique_ptr<engine::Engine> engine;
+  if (engine::tensorrt::deserialize(engine_bytes.data(), engine_bytes.size(), /*device_id=*/0, &engine, why) !=
+      Error::Ok) {
+    if (error != nullptr) *error = why.c_str();
+    return {};
+  }
   blob::Metadata metadata;
   blob::ProfileSignature signature;
   signature.num_profiles = engine->num_profiles();
@@ -29,7 +34,10 @@ std::vector<uint8_t> blob_for_engine(const std::vector<uint8_t>& engine_bytes, b
       blob::SignatureInput input{desc.name, {}};
       for (int32_t p = 0; p < engine->num_profiles(); ++p) {
         Shape mn, opt, mx;
-        engine->profile_shape(p, i, &mn, &opt, &mx);
+        if (engine->profile_shape(p, i, &mn, &opt, &mx, why) != Error::Ok) {
+          if (error != nullptr) *error = why.c_str();
+          return {};
+        }
         input.profiles.push_back({dims_of(mn), dims_of(opt), dims_of(mx)});
       }
       signature.inputs.push_back(std::move(input));
@@ -37,7 +45,10 @@ std::vector<uint8_t> blob_for_engine(const std::vector<uint8_t>& engine_bytes, b
   }
   if (with_signature) metadata.profile_signature = std::move(signature);
   if (edit) edit(metadata);
-  if (!blob::validate_metadata(metadata, error)) return {};
+  if (blob::validate_metadata(metadata, why) != Error::Ok) {
+    if (error != nullptr) *error = why.c_str();
+    return {};
+  }
   return blob::write_blob(metadata, engine_bytes.data(), engine_bytes.size());
 }
 

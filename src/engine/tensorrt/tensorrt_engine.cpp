@@ -4,7 +4,8 @@
 // the only difference is ETRT_NVINFER_GPU_FREE's one question below (whether
 // an engine runs on the host). Each method is a thin translation: an IO index
 // becomes the tensor name NvInfer wants, a Shape becomes Dims, and a failed
-// call leaves "<the NvInfer call>: <TensorRT's own reason>" in last_error().
+// call writes "<the NvInfer call>: <TensorRT's own reason>" into the caller's
+// Diagnostic (common/error.h).
 // The policy (which profile, whether a shape fits) lives in the backend and
 // the profile core, where the CPU tests reach it; nothing here decides.
 //
@@ -26,6 +27,7 @@
 #endif
 
 #include <atomic>
+#include <cstdarg>
 #include <cstdio>
 #include <limits>
 #include <mutex>
@@ -50,9 +52,10 @@ static_assert(std::is_same<nvinfer1::Dims, nvinfer1::Dims64>::value, "nvinfer1::
 static_assert(std::is_same<decltype(std::declval<nvinfer1::ICudaEngine&>().getDeviceMemorySizeV2()), int64_t>::value,
               "getDeviceMemorySizeV2 must return int64_t");
 
-// ---- text for error messages (failure paths only; these allocate) ----------
+// ---- text for error messages (failure paths only) --------------------------------
 
-std::string trt_type_name(nvinfer1::DataType t) {
+// TensorRT's name for an element type, or nullptr for one this header does not name.
+const char* trt_type_name(nvinfer1::DataType t) {
   // Cases by value past kINT4, so the enumerators 10.1's header lacks (kFP4 and
   // kE8M0 arrived later) need not be named.
   switch (t) {
@@ -71,7 +74,7 @@ std::string trt_type_name(nvinfer1::DataType t) {
   const int32_t value = static_cast<int32_t>(t);
   if (value == 10) return "FP4";
   if (value == 11) return "E8M0";
-  return "nvinfer1::DataType " + std::to_string(value);
+  return nullptr;
 }
 
 bool to_etrt_type(nvinfer1::DataType t, DataType* out) {
@@ -100,7 +103,7 @@ Shape to_shape(const nvinfer1::Dims& d) {
 // The latest error one TensorRT channel reported. TensorRT may report from any
 // thread, so writers lock; a caller takes a mark() before an NvInfer call (one
 // atomic load, so the execute path stays cheap) and, only if the call failed,
-// asks since(mark) for what TensorRT said in between.
+// appends what TensorRT said in between to its Diagnostic.
 class LastMessage {
  public:
   void set(const char* text) {
@@ -109,10 +112,9 @@ class LastMessage {
     count_.fetch_add(1, std::memory_order_release);
   }
   uint64_t mark() const { return count_.load(std::memory_order_acquire); }
-  std::string since(uint64_t mark) const {
+  void append_since(uint64_t mark, Diagnostic& why) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (count_.load(std::memory_order_relaxed) == mark) return "TensorRT gave no reason";
-    return text_;
+    why.append("%s", count_.load(std::memory_order_relaxed) == mark ? "TensorRT gave no reason" : text_.c_str());
   }
   // For getErrorDesc(), which only etrt would call: valid until the next report.
   const char* text() const { return text_.c_str(); }
@@ -123,11 +125,25 @@ class LastMessage {
   std::atomic<uint64_t> count_{0};
 };
 
+// Writes "<what the format says>: <what TensorRT reported since `mark`>" and returns `code`.
+Error fail_since(Diagnostic& why, Error code, const LastMessage& reported, uint64_t mark, const char* format, ...)
+    ETRT_PRINTF_FORMAT(5, 6);
+Error fail_since(Diagnostic& why, Error code, const LastMessage& reported, uint64_t mark, const char* format, ...) {
+  why.clear();
+  va_list args;
+  va_start(args, format);
+  why.vappend(format, args);
+  va_end(args);
+  why.append(": ");
+  reported.append_since(mark, why);
+  return code;
+}
+
 // One logger per engine: TensorRT uses the logger a runtime was created with
 // for everything created through that runtime, and etrt creates one runtime per
-// engine, so an engine's errors are its own. Errors are kept for last_error()
-// (the backend logs them with the delegate's name); warnings, which no call's
-// result carries, go to stderr.
+// engine, so an engine's errors are its own. Errors are kept for the failing
+// call's Diagnostic (the backend logs them with the delegate's name); warnings,
+// which no call's result carries, go to stderr.
 class Logger final : public nvinfer1::ILogger {
  public:
   void log(Severity severity, const char* msg) noexcept override {
@@ -199,7 +215,7 @@ struct Loaded {
 #endif
 
 // Fills each output's aliased_input from the engine's own alias table.
-bool describe_aliases(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io, std::string* error) {
+Error describe_aliases(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io, Diagnostic& why) {
 #if ETRT_TENSORRT_HAS_ALIASES
   std::unordered_map<std::string_view, int32_t> inputs;  // by name: linear in the number of IO tensors
   for (size_t i = 0; i < io->size(); ++i)
@@ -211,53 +227,58 @@ bool describe_aliases(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io
     const auto found = inputs.find(input);
     if (found != inputs.end()) desc.aliased_input = found->second;
     if (desc.aliased_input < 0) {
-      *error = "engine output '" + desc.display_name + "' aliases '" + escape_name(input) +
-               "' (getAliasedInputTensor), which is not an input of the engine";
-      return false;
+      return fail(why, Error::NotSupported,
+                  "engine output '%s' aliases '%s' (getAliasedInputTensor), which is not an input of the engine",
+                  desc.display_name.c_str(), escape_name(input).c_str());
     }
   }
 #else
   (void)engine;
   (void)io;
-  (void)error;
+  (void)why;
 #endif
-  return true;
+  return Error::Ok;
 }
 
-bool describe_io(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io, std::string* error) {
+Error describe_io(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io, Diagnostic& why) {
   const int32_t count = engine.getNbIOTensors();
   const int32_t profiles = engine.getNbOptimizationProfiles();
   io->resize(static_cast<size_t>(count));
   for (int32_t i = 0; i < count; ++i) {
     TensorDesc& desc = (*io)[static_cast<size_t>(i)];
     const char* name = engine.getIOTensorName(i);
-    if (name == nullptr) {
-      *error = "engine IO tensor " + std::to_string(i) + " of " + std::to_string(count) + " has no name";
-      return false;
-    }
+    if (name == nullptr) return fail(why, Error::Internal, "engine IO tensor %d of %d has no name", i, count);
     desc.name = name;
     desc.display_name = escape_name(desc.name);
-    const std::string where = "engine IO tensor " + std::to_string(i) + " '" + desc.display_name + "'";
+    const char* shown = desc.display_name.c_str();
 
     const nvinfer1::TensorIOMode mode = engine.getTensorIOMode(name);
     if (mode == nvinfer1::TensorIOMode::kNONE) {
-      *error = where + " is neither an input nor an output (getTensorIOMode returned kNONE)";
-      return false;
+      return fail(why, Error::Internal,
+                  "engine IO tensor %d '%s' is neither an input nor an output (getTensorIOMode returned kNONE)", i,
+                  shown);
     }
     desc.is_input = mode == nvinfer1::TensorIOMode::kINPUT;
 
     const nvinfer1::DataType type = engine.getTensorDataType(name);
     if (!to_etrt_type(type, &desc.dtype)) {
-      *error = where + " has element type " + trt_type_name(type) +
-               ", which etrt cannot bind (it binds FLOAT, HALF, BF16, INT8, UINT8, INT32, INT64 and BOOL); rebuild "
-               "the engine with a supported type at the network boundary, e.g. cast to HALF before the output";
-      return false;
+      const char* type_name = trt_type_name(type);
+      fail(why, Error::NotSupported, "engine IO tensor %d '%s' has element type ", i, shown);
+      if (type_name != nullptr) {
+        why.append("%s", type_name);
+      } else {
+        why.append("nvinfer1::DataType %d", static_cast<int32_t>(type));
+      }
+      why.append(
+          ", which etrt cannot bind (it binds FLOAT, HALF, BF16, INT8, UINT8, INT32, INT64 and BOOL); rebuild the "
+          "engine with a supported type at the network boundary, e.g. cast to HALF before the output");
+      return Error::NotSupported;
     }
 
     const nvinfer1::Dims dims = engine.getTensorShape(name);
     if (dims.nbDims < 0 || dims.nbDims > kMaxRank) {
-      *error = where + " has no usable shape (getTensorShape returned rank " + std::to_string(dims.nbDims) + ")";
-      return false;
+      return fail(why, Error::Internal, "engine IO tensor %d '%s' has no usable shape (getTensorShape returned rank %d)",
+                  i, shown, dims.nbDims);
     }
     desc.shape = to_shape(dims);
     desc.is_shape_tensor = engine.isShapeInferenceIO(name);
@@ -265,10 +286,11 @@ bool describe_io(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io, std
     // etrt binds every tensor to device memory (staging host tensors itself); a tensor TensorRT expects in host
     // memory would be read from the wrong address space. Shape tensors are refused by the backend, with its own words.
     if (!desc.is_shape_tensor && engine.getTensorLocation(name) == nvinfer1::TensorLocation::kHOST) {
-      *error = where + " is placed on the host by TensorRT (getTensorLocation returned kHOST) and is not a shape "
-               "tensor; etrt binds device memory only: rebuild the engine so this tensor stays on the device "
-               "(e.g. make it a regular tensor input instead of a host-computed one)";
-      return false;
+      return fail(why, Error::NotSupported,
+                  "engine IO tensor %d '%s' is placed on the host by TensorRT (getTensorLocation returned kHOST) and "
+                  "is not a shape tensor; etrt binds device memory only: rebuild the engine so this tensor stays on "
+                  "the device (e.g. make it a regular tensor input instead of a host-computed one)",
+                  i, shown);
     }
 
     // etrt hands TensorRT dense row-major buffers; a vectorized layout (kHWC8,
@@ -276,15 +298,15 @@ bool describe_io(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io, std
     for (int32_t p = 0; p < profiles && !desc.is_shape_tensor; ++p) {
       if (engine.getTensorFormat(name, p) != nvinfer1::TensorFormat::kLINEAR) {
         const char* format = engine.getTensorFormatDesc(name, p);
-        *error = where + " uses a non-linear layout under profile " + std::to_string(p) + " (" +
-                 (format != nullptr ? format : "unknown") +
-                 "); etrt binds dense row-major tensors only: build the engine with kLINEAR IO formats "
-                 "(the default; drop BuilderConfig/ITensor::setAllowedFormats for IO tensors)";
-        return false;
+        return fail(why, Error::NotSupported,
+                    "engine IO tensor %d '%s' uses a non-linear layout under profile %d (%s); etrt binds dense "
+                    "row-major tensors only: build the engine with kLINEAR IO formats (the default; drop "
+                    "BuilderConfig/ITensor::setAllowedFormats for IO tensors)",
+                    i, shown, p, format != nullptr ? format : "unknown");
       }
     }
   }
-  return true;
+  return Error::Ok;
 }
 
 // ---- ExecutionContext -------------------------------------------------------------
@@ -307,113 +329,112 @@ class TensorRTContext final : public ExecutionContext {
 
   int32_t optimization_profile() const override { return context_->getOptimizationProfile(); }
 
-  bool set_optimization_profile(int32_t profile, StreamHandle stream) override {
+  Error set_optimization_profile(int32_t profile, StreamHandle stream, Diagnostic& why) override {
     const int32_t count = loaded_->num_profiles;
     if (profile < 0 || profile >= count) {
-      error_ = "profile " + std::to_string(profile) + " does not exist; the engine has " + std::to_string(count) +
-               " (0.." + std::to_string(count - 1) + ")";
-      return false;
+      return fail(why, Error::InvalidArgument, "profile %d does not exist; the engine has %d (0..%d)", profile, count,
+                  count - 1);
     }
     const uint64_t mark = recorder_.errors().mark();
-    if (context_->setOptimizationProfileAsync(profile, static_cast<cudaStream_t>(stream))) return true;
-    return fail(mark, "setOptimizationProfileAsync(" + std::to_string(profile) + ") failed");
+    if (context_->setOptimizationProfileAsync(profile, static_cast<cudaStream_t>(stream))) return Error::Ok;
+    return fail_since(why, Error::Internal, recorder_.errors(), mark, "setOptimizationProfileAsync(%d) failed",
+                      profile);
   }
 
-  bool set_input_shape(int32_t io_index, const Shape& shape) override {
-    if (!check_input(io_index)) return false;
+  Error set_input_shape(int32_t io_index, const Shape& shape, Diagnostic& why) override {
+    const Error checked = check_input(io_index, why);
+    if (checked != Error::Ok) return checked;
     if (shape.rank < 0 || shape.rank > kMaxRank) {
-      error_ = "input '" + name_of(io_index) + "': rank " + std::to_string(shape.rank) + " is outside 0.." +
-               std::to_string(kMaxRank);
-      return false;
+      return fail(why, Error::InvalidArgument, "input '%s': rank %d is outside 0..%d", name_of(io_index), shape.rank,
+                  kMaxRank);
     }
     nvinfer1::Dims dims{};
     dims.nbDims = shape.rank;
     for (int32_t i = 0; i < shape.rank; ++i) dims.d[i] = shape.d[i];
     const uint64_t mark = recorder_.errors().mark();
-    if (context_->setInputShape(name(io_index), dims)) return true;
-    return fail(mark, "setInputShape('" + name_of(io_index) + "', " + shape_text(shape) + ") under profile " +
-                          std::to_string(context_->getOptimizationProfile()) + " failed");
+    if (context_->setInputShape(name(io_index), dims)) return Error::Ok;
+    return fail_since(why, Error::InvalidArgument, recorder_.errors(), mark,
+                      "setInputShape('%s', %s) under profile %d failed", name_of(io_index), shape_text(shape).c_str(),
+                      context_->getOptimizationProfile());
   }
 
-  bool tensor_shape(int32_t io_index, Shape* out) const override {
-    if (!check_index(io_index)) return false;
+  Error tensor_shape(int32_t io_index, Shape* out, Diagnostic& why) const override {
+    const Error checked = check_index(io_index, why);
+    if (checked != Error::Ok) return checked;
     const uint64_t mark = recorder_.errors().mark();
     const nvinfer1::Dims dims = context_->getTensorShape(name(io_index));
     if (dims.nbDims < 0 || dims.nbDims > kMaxRank) {
-      return fail(mark, "getTensorShape('" + name_of(io_index) + "') returned rank " + std::to_string(dims.nbDims));
+      return fail_since(why, Error::Internal, recorder_.errors(), mark, "getTensorShape('%s') returned rank %d",
+                        name_of(io_index), dims.nbDims);
     }
     *out = to_shape(dims);
-    return true;
+    return Error::Ok;
   }
 
-  bool set_tensor_address(int32_t io_index, void* address) override {
-    if (!check_index(io_index)) return false;
+  Error set_tensor_address(int32_t io_index, void* address, Diagnostic& why) override {
+    const Error checked = check_index(io_index, why);
+    if (checked != Error::Ok) return checked;
     const uint64_t mark = recorder_.errors().mark();
-    if (context_->setTensorAddress(name(io_index), address)) return true;
-    return fail(mark, "setTensorAddress('" + name_of(io_index) + "') failed");
+    if (context_->setTensorAddress(name(io_index), address)) return Error::Ok;
+    return fail_since(why, Error::Internal, recorder_.errors(), mark, "setTensorAddress('%s') failed",
+                      name_of(io_index));
   }
 
-  bool set_device_memory(void* memory, size_t size) override {
+  Error set_device_memory(void* memory, size_t size, Diagnostic& why) override {
     if (!user_managed_) {
-      error_ =
-          "set_device_memory on a context TensorRT allocates for itself; create it with "
-          "ContextOptions::user_managed_memory = true to supply its memory";
-      return false;
+      return fail(why, Error::InvalidState,
+                  "set_device_memory on a context TensorRT allocates for itself; create it with "
+                  "ContextOptions::user_managed_memory = true to supply its memory");
     }
     const int64_t needed = loaded_->engine->getDeviceMemorySizeV2();
     const int64_t given = size > static_cast<size_t>(std::numeric_limits<int64_t>::max())
                               ? std::numeric_limits<int64_t>::max()
                               : static_cast<int64_t>(size);
     if (given < needed || (memory == nullptr && needed > 0)) {
-      error_ = "scratch memory of " + std::to_string(size) + " bytes at " +
-               (memory != nullptr ? "a device address" : "nullptr") + " is not enough: the engine needs " +
-               std::to_string(needed) + " bytes (getDeviceMemorySizeV2)";
-      return false;
+      return fail(why, Error::InvalidArgument,
+                  "scratch memory of %zu bytes at %s is not enough: the engine needs %lld bytes (getDeviceMemorySizeV2)",
+                  size, memory != nullptr ? "a device address" : "nullptr", static_cast<long long>(needed));
     }
     const uint64_t mark = recorder_.errors().mark();
     context_->setDeviceMemoryV2(memory, given);  // returns nothing; a problem reaches the recorder
     if (recorder_.errors().mark() != mark)
-      return fail(mark, "setDeviceMemoryV2(" + std::to_string(size) + " bytes) failed");
+      return fail_since(why, Error::Internal, recorder_.errors(), mark, "setDeviceMemoryV2(%zu bytes) failed", size);
     memory_set_ = true;
-    return true;
+    return Error::Ok;
   }
 
-  bool enqueue(StreamHandle stream) override {
+  Error enqueue(StreamHandle stream, Diagnostic& why) override {
     if (user_managed_ && !memory_set_) {
-      error_ = "enqueue before set_device_memory on a context created with user-managed memory";
-      return false;
+      return fail(why, Error::InvalidState,
+                  "enqueue before set_device_memory on a context created with user-managed memory");
     }
     const uint64_t mark = recorder_.errors().mark();
-    bad_input_ = false;
-    if (context_->enqueueV3(static_cast<cudaStream_t>(stream))) return true;
-    bad_input_ = recorder_.errors().mark() != mark && recorder_.last_code() == nvinfer1::ErrorCode::kINVALID_ARGUMENT;
-    return fail(mark, "enqueueV3 under profile " + std::to_string(context_->getOptimizationProfile()) + " failed");
+    if (context_->enqueueV3(static_cast<cudaStream_t>(stream))) return Error::Ok;
+    // The engine blamed the data (kINVALID_ARGUMENT, e.g. a token id outside the vocabulary): the caller's argument.
+    const bool bad_input =
+        recorder_.errors().mark() != mark && recorder_.last_code() == nvinfer1::ErrorCode::kINVALID_ARGUMENT;
+    return fail_since(why, bad_input ? Error::InvalidArgument : Error::Internal, recorder_.errors(), mark,
+                      "enqueueV3 under profile %d failed", context_->getOptimizationProfile());
   }
-
-  const char* last_error() const override { return error_.c_str(); }
-  bool last_error_is_bad_input() const override { return bad_input_; }
 
  private:
   const char* name(int32_t io_index) const { return loaded_->io[static_cast<size_t>(io_index)].name.c_str(); }
   // The name as messages quote it.
-  const std::string& name_of(int32_t io_index) const { return loaded_->io[static_cast<size_t>(io_index)].display_name; }
+  const char* name_of(int32_t io_index) const {
+    return loaded_->io[static_cast<size_t>(io_index)].display_name.c_str();
+  }
 
-  bool check_index(int32_t io_index) const {
+  Error check_index(int32_t io_index, Diagnostic& why) const {
     const int32_t count = static_cast<int32_t>(loaded_->io.size());
-    if (io_index >= 0 && io_index < count) return true;
-    error_ = "IO index " + std::to_string(io_index) + " is outside 0.." + std::to_string(count - 1);
-    return false;
+    if (io_index >= 0 && io_index < count) return Error::Ok;
+    return fail(why, Error::InvalidArgument, "IO index %d is outside 0..%d", io_index, count - 1);
   }
-  bool check_input(int32_t io_index) const {
-    if (!check_index(io_index)) return false;
-    if (loaded_->io[static_cast<size_t>(io_index)].is_input) return true;
-    error_ = "IO tensor " + std::to_string(io_index) + " '" + name_of(io_index) + "' is an output, not an input";
-    return false;
-  }
-
-  bool fail(uint64_t mark, const std::string& what) const {
-    error_ = what + ": " + recorder_.errors().since(mark);
-    return false;
+  Error check_input(int32_t io_index, Diagnostic& why) const {
+    const Error checked = check_index(io_index, why);
+    if (checked != Error::Ok) return checked;
+    if (loaded_->io[static_cast<size_t>(io_index)].is_input) return Error::Ok;
+    return fail(why, Error::InvalidArgument, "IO tensor %d '%s' is an output, not an input", io_index,
+                name_of(io_index));
   }
 
   // Declaration order is destruction order, reversed: the NvInfer context goes
@@ -423,8 +444,6 @@ class TensorRTContext final : public ExecutionContext {
   std::unique_ptr<nvinfer1::IExecutionContext> context_;
   bool user_managed_ = false;
   bool memory_set_ = false;
-  bool bad_input_ = false;
-  mutable std::string error_;
 };
 
 // ---- Engine -------------------------------------------------------------------
@@ -438,17 +457,15 @@ class TensorRTEngine final : public Engine {
 
   int32_t num_profiles() const override { return loaded_->num_profiles; }
 
-  bool profile_shape(int32_t profile, int32_t io_index, Shape* min, Shape* opt, Shape* max) const override {
+  Error profile_shape(int32_t profile, int32_t io_index, Shape* min, Shape* opt, Shape* max,
+                      Diagnostic& why) const override {
     const int32_t count = num_io_tensors();
-    if (io_index < 0 || io_index >= count || !loaded_->io[static_cast<size_t>(io_index)].is_input) {
-      error_ = "profile_shape: IO index " + std::to_string(io_index) + " is not an input of this engine";
-      return false;
-    }
+    if (io_index < 0 || io_index >= count || !loaded_->io[static_cast<size_t>(io_index)].is_input)
+      return fail(why, Error::InvalidArgument, "profile_shape: IO index %d is not an input of this engine", io_index);
     const int32_t profiles = num_profiles();
     if (profile < 0 || profile >= profiles) {
-      error_ = "profile_shape: profile " + std::to_string(profile) + " does not exist; the engine has " +
-               std::to_string(profiles);
-      return false;
+      return fail(why, Error::InvalidArgument, "profile_shape: profile %d does not exist; the engine has %d", profile,
+                  profiles);
     }
     const TensorDesc& desc = loaded_->io[static_cast<size_t>(io_index)];
     const uint64_t mark = loaded_->logger.errors().mark();
@@ -458,13 +475,12 @@ class TensorRTEngine final : public Engine {
     for (int k = 0; k < 3; ++k) {
       const nvinfer1::Dims dims = loaded_->engine->getProfileShape(desc.name.c_str(), profile, selectors[k]);
       if (dims.nbDims < 0 || dims.nbDims > kMaxRank) {
-        error_ = "getProfileShape('" + desc.display_name + "', " + std::to_string(profile) + ") returned rank " +
-                 std::to_string(dims.nbDims) + ": " + loaded_->logger.errors().since(mark);
-        return false;
+        return fail_since(why, Error::Internal, loaded_->logger.errors(), mark, "getProfileShape('%s', %d) returned rank %d",
+                          desc.display_name.c_str(), profile, dims.nbDims);
       }
       if (outs[k] != nullptr) *outs[k] = to_shape(dims);
     }
-    return true;
+    return Error::Ok;
   }
 
   MemoryKind memory_kind() const override { return loaded_->memory_kind; }
@@ -480,49 +496,47 @@ class TensorRTEngine final : public Engine {
   }
   int64_t weight_streaming_budget() const override { return loaded_->engine->getWeightStreamingBudgetV2(); }
 
-  bool set_weight_streaming_budget(int64_t bytes) override {
+  Error set_weight_streaming_budget(int64_t bytes, Diagnostic& why) override {
     const uint64_t mark = loaded_->logger.errors().mark();
-    if (loaded_->engine->setWeightStreamingBudgetV2(bytes)) return true;
-    error_ = "setWeightStreamingBudgetV2(" + std::to_string(bytes) + ") failed: " + loaded_->logger.errors().since(mark);
-    return false;
+    if (loaded_->engine->setWeightStreamingBudgetV2(bytes)) return Error::Ok;
+    return fail_since(why, Error::InvalidArgument, loaded_->logger.errors(), mark,
+                      "setWeightStreamingBudgetV2(%lld) failed", static_cast<long long>(bytes));
   }
 
-  std::unique_ptr<ExecutionContext> create_context(const ContextOptions& options) override {
+  Error create_context(const ContextOptions& options, std::unique_ptr<ExecutionContext>* out,
+                       Diagnostic& why) override {
     const uint64_t mark = loaded_->logger.errors().mark();
     auto context = std::make_unique<TensorRTContext>(loaded_);
     if (!context->create(options.user_managed_memory)) {
-      error_ = std::string("createExecutionContext(") + (options.user_managed_memory ? "kUSER_MANAGED" : "kSTATIC") +
-               ") on device " + std::to_string(loaded_->device_id) + " failed: " + loaded_->logger.errors().since(mark);
-      return nullptr;
+      return fail_since(why, Error::Internal, loaded_->logger.errors(), mark,
+                        "createExecutionContext(%s) on device %lld failed",
+                        options.user_managed_memory ? "kUSER_MANAGED" : "kSTATIC",
+                        static_cast<long long>(loaded_->device_id));
     }
-    return context;
+    *out = std::move(context);
+    return Error::Ok;
   }
-
-  const char* last_error() const override { return error_.c_str(); }
 
  private:
   std::shared_ptr<Loaded> loaded_;
-  mutable std::string error_;
 };
 
 }  // namespace
 
-std::unique_ptr<Engine> deserialize(const void* data, size_t size, int64_t device_id, std::string* error) {
-  std::string ignored;
-  if (error == nullptr) error = &ignored;
+Error deserialize(const void* data, size_t size, int64_t device_id, std::unique_ptr<Engine>* out, Diagnostic& why) {
   if (data == nullptr || size == 0) {
-    *error = "no TensorRT engine bytes to deserialize (the blob's engine section is empty)";
-    return nullptr;
+    return fail(why, Error::InvalidArgument,
+                "no TensorRT engine bytes to deserialize (the blob's engine section is empty)");
   }
 #if ETRT_WITH_CUDA
   // The backend makes device_id current before calling when deserializes_on_device(); a mismatch here would
   // put the engine on the wrong GPU, so say so instead.
   int current = -1;
   if (deserializes_on_device() && device_id >= 0 && cudaGetDevice(&current) == cudaSuccess && current != device_id) {
-    *error = "the engine belongs on CUDA device " + std::to_string(device_id) + " but device " +
-             std::to_string(current) + " is current; call cudaSetDevice(" + std::to_string(device_id) +
-             ") before deserializing";
-    return nullptr;
+    return fail(why, Error::InvalidState,
+                "the engine belongs on CUDA device %lld but device %d is current; call cudaSetDevice(%lld) before "
+                "deserializing",
+                static_cast<long long>(device_id), current, static_cast<long long>(device_id));
   }
 #endif
 
@@ -531,32 +545,31 @@ std::unique_ptr<Engine> deserialize(const void* data, size_t size, int64_t devic
   const uint64_t mark = loaded->logger.errors().mark();
   loaded->runtime.reset(nvinfer1::createInferRuntime(loaded->logger));
   if (loaded->runtime == nullptr) {
-    *error = "createInferRuntime failed (is libnvinfer the version these headers are, " +
-             std::to_string(NV_TENSORRT_MAJOR) + "." + std::to_string(NV_TENSORRT_MINOR) +
-             "?): " + loaded->logger.errors().since(mark);
-    return nullptr;
+    return fail_since(why, Error::Internal, loaded->logger.errors(), mark,
+                      "createInferRuntime failed (is libnvinfer the version these headers are, %d.%d?)",
+                      NV_TENSORRT_MAJOR, NV_TENSORRT_MINOR);
   }
   loaded->engine.reset(loaded->runtime->deserializeCudaEngine(data, size));
   if (loaded->engine == nullptr) {
-    *error = "TensorRT could not deserialize the engine (" + std::to_string(size) +
-             " bytes); it must have been built by the same TensorRT version for a compatible GPU, unless built "
-             "version- or hardware-compatible: " +
-             loaded->logger.errors().since(mark);
-    return nullptr;
+    return fail_since(why, Error::InvalidArgument, loaded->logger.errors(), mark,
+                      "TensorRT could not deserialize the engine (%zu bytes); it must have been built by the same "
+                      "TensorRT version for a compatible GPU, unless built version- or hardware-compatible",
+                      size);
   }
   loaded->num_profiles = loaded->engine->getNbOptimizationProfiles();
   if (loaded->num_profiles < 1) {
-    *error = "the engine reports " + std::to_string(loaded->num_profiles) +
-             " optimization profiles; TensorRT promises at least 1";
-    return nullptr;
+    return fail(why, Error::Internal, "the engine reports %d optimization profiles; TensorRT promises at least 1",
+                loaded->num_profiles);
   }
 #if defined(ETRT_NVINFER_GPU_FREE)
   // The GPU-free implementation's host engines compute on the calling thread over host memory.
   if (etrt_gpufree_engineRunsOnHost(loaded->engine.get())) loaded->memory_kind = MemoryKind::kHost;
 #endif
-  if (!describe_io(*loaded->engine, &loaded->io, error) || !describe_aliases(*loaded->engine, &loaded->io, error))
-    return nullptr;
-  return std::make_unique<TensorRTEngine>(std::move(loaded));
+  Error described = describe_io(*loaded->engine, &loaded->io, why);
+  if (described == Error::Ok) described = describe_aliases(*loaded->engine, &loaded->io, why);
+  if (described != Error::Ok) return described;
+  *out = std::make_unique<TensorRTEngine>(std::move(loaded));
+  return Error::Ok;
 }
 
 bool deserializes_on_device() {

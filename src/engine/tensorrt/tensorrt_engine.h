@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <string>
 
 #include "engine/engine.h"
 
@@ -17,7 +16,7 @@ namespace etrt::engine::tensorrt {
 // adapter records `device_id` and checks it is current. TensorRT copies what
 // it needs, so `data` may be freed once this returns.
 //
-// Refuses, with the reason in `*error`, a plan TensorRT cannot load and an
+// Refuses, with the reason in `why`, a plan TensorRT cannot load and an
 // engine with an IO tensor etrt cannot bind: an element type outside
 // engine::DataType (FP8, INT4, FP4, E8M0) or a non-linear (vectorized) layout.
 // Shape-tensor inputs are described (TensorDesc::is_shape_tensor), not
@@ -26,7 +25,11 @@ namespace etrt::engine::tensorrt {
 // The returned engine's contexts share ownership of the TensorRT runtime and
 // engine, so TensorRT's order (runtime outlives engine outlives contexts) holds
 // whatever order the caller destroys them in.
-std::unique_ptr<Engine> deserialize(const void* data, size_t size, int64_t device_id, std::string* error);
+//
+// InvalidArgument for bytes TensorRT cannot deserialize, NotSupported for an engine etrt cannot bind, Internal when
+// TensorRT itself fails; `*out` is set on success only.
+[[nodiscard]] Error deserialize(const void* data, size_t size, int64_t device_id, std::unique_ptr<Engine>* out,
+                                Diagnostic& why);
 
 // True when deserialize() needs the engine's CUDA device current (NVIDIA's TensorRT deserializes onto the current
 // device). The GPU-free implementation never does, so CUDA builds load its host engines on machines without a GPU.

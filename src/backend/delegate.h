@@ -1,0 +1,171 @@
+#pragma once
+// One loaded TensorRT delegate: what ExecuTorch's DelegateHandle points to. Nothing outside src/backend sees it, so
+// its layout can change without touching any public header (docs/design.md, decision 9).
+//
+// load() (delegate_loader.cpp) runs in BackendInterface::init() and may allocate; execute()
+// (delegate_executor.cpp) runs the steps of docs/architecture.md ("Following one call") in decision 6's order and
+// allocates nothing; the destructor waits for the work in flight with the delegate's device current.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <executorch/runtime/core/evalue.h>
+#include <executorch/runtime/core/span.h>
+
+#include "backend/counters.h"
+#include "backend/delegate_lock.h"
+#include "backend/device.h"
+#include "backend/io_slot.h"
+#include "backend/load_options.h"
+#include "backend/thread_state.h"
+#include "blob/blob.h"
+#include "common/error.h"
+#include "common/shape.h"
+#include "engine/engine.h"
+#include "etrt/profile_guard.h"
+#include "profile/profile_table.h"
+#include "profile/selection.h"
+
+namespace etrt::backend {
+
+class Delegate {
+ public:
+  // `name`: "<method>#<n>", used in every message and report (cut to 63 bytes).
+  Delegate(const char* name, const LoadOptions& options) noexcept;
+  ~Delegate();
+  Delegate(const Delegate&) = delete;
+  Delegate& operator=(const Delegate&) = delete;
+
+  // Loads the TR01/TR02 blob at [blob, blob + size): the engine, its IO, aliases, profile table, contexts and
+  // staging. On failure the reason is in `why` (what was wrong and what to do) and the delegate is only fit for
+  // destruction.
+  [[nodiscard]] Error load(const void* blob, size_t size, Diagnostic& why);
+
+  // One execution over ExecuTorch's arguments (inputs, then outputs). A refusal is reported as the thread's last
+  // error, prefixed with the delegate's name, and leaves the delegate usable.
+  [[nodiscard]] Error execute(executorch::runtime::Span<executorch::runtime::EValue*> args);
+
+  const char* name() const { return name_; }
+
+ private:
+  // How executions reach the profile they run on, fixed at load.
+  enum class Strategy : uint8_t {
+    kSwitch,             // one context, switched between profiles when the choice changes
+    kContextPerProfile,  // one context bound to each profile, sharing one scratch buffer
+  };
+
+  // What each context was last given. TensorRT keeps input shapes and tensor addresses in the context from one
+  // enqueue to the next, so a steady-state execution (same shapes, same buffers, no switch) repeats no engine call
+  // but the enqueue. A switch forgets everything the context was given.
+  struct ContextCache {
+    bool valid = false;                // input shapes set, outputs inferred and checked against capacity
+    std::vector<Shape> input_shapes;   // as given to set_input_shape
+    std::vector<Shape> output_shapes;  // as inferred from them
+    std::vector<void*> addresses;      // as given to set_tensor_address, per argument (inputs, then outputs)
+    // The context's last enqueue ran with exactly these shapes, addresses and its profile: the next one may be
+    // captured into a CUDA graph, or replay one (TensorRT defers work to the first enqueue after a change).
+    bool ran = false;
+
+    void forget() {
+      valid = false;
+      ran = false;
+      for (void*& a : addresses) a = nullptr;
+    }
+  };
+
+  // The last successful choice and what it was made from. The choice is a pure function of the request, the
+  // active profile and the input shapes, so an execution that repeats all three (every decode step) reuses it.
+  struct LastChoice {
+    bool valid = false;
+    ProfileRequest request;
+    int32_t active_profile = -1;
+    std::vector<Shape> input_shapes;
+    profile::Choice choice;
+  };
+
+  // What an execution did, for the report and the counters.
+  struct Outcome {
+    int32_t profile = -1;
+    bool switched = false;
+    bool pin_ignored = false;
+  };
+
+  // The context an execution runs on, and what it was last given.
+  struct Target {
+    size_t index = 0;
+    engine::ExecutionContext* context = nullptr;
+    ContextCache* cache = nullptr;
+  };
+
+  // ---- load (delegate_loader.cpp), in order ----
+  Error deserialize(const blob::ParsedBlob& parsed, DeviceGuard& device, Diagnostic& why);
+  Error bind_io(const blob::Metadata& metadata, Diagnostic& why);
+  Error resolve_aliases(const blob::Metadata& metadata, Diagnostic& why);
+  Error apply_weight_streaming(Diagnostic& why);
+  Error build_profile_table(Diagnostic& why);
+  Error create_contexts(engine::StreamHandle stream, Diagnostic& why);
+  Error prepare_staging(engine::StreamHandle stream, Diagnostic& why);
+  Error plan_output_staging(engine::StreamHandle stream, std::vector<size_t>* bytes, Diagnostic& why);
+  void size_execution_scratch();
+
+  // ---- one execution (delegate_executor.cpp), in order ----
+  Error run_steps(const ThreadState& thread, DeviceCall& device, executorch::runtime::Span<executorch::runtime::EValue*> args,
+                  Outcome* outcome);
+  ProfileRequest read_request(const ThreadState& thread) const;
+  Error collect_tensors(executorch::runtime::Span<executorch::runtime::EValue*> args);
+  Error collect_input_shapes();
+  Error choose_and_validate(const ProfileRequest& request, profile::Choice* choice);
+  Error switch_profile(int32_t profile, DeviceCall& device, Target* target, Outcome* outcome);
+  Error set_shapes_and_infer_outputs(const Target& target, int32_t profile);
+  Error resize_outputs(const ContextCache& cache, int32_t profile);
+  Error bind(const Target& target, DeviceCall& device);
+  Error enqueue(const Target& target, DeviceCall& device, int32_t profile);
+  Error finish_outputs(const Target& target, DeviceCall& device);
+  Error finish(const ThreadState& thread, const Outcome& outcome, Error status);
+
+  char name_[64] = {};
+  LoadOptions options_;
+  Strategy strategy_ = Strategy::kSwitch;
+
+  // Serializes executions of this delegate: the contexts below are not reentrant, and the profile bookkeeping must
+  // match what the engine did.
+  DelegateLock lock_;
+  DelegateCounts counts_;  // its executions and switches, counted under `lock_`
+
+  // Declaration order is destruction order reversed: contexts die before the scratch memory they run in and the
+  // staging buffers bound to them, which die before the engine. The destructor first waits for the work in flight.
+  std::unique_ptr<engine::Engine> engine_;
+  // Device engines: the device, staging buffers and in-flight event (device.h).
+  DeviceState device_;
+  DeviceBuffer scratch_;
+  // kSwitch: one context. kContextPerProfile: contexts_[p] is bound to profile p.
+  std::vector<std::unique_ptr<engine::ExecutionContext>> contexts_;
+  std::vector<ContextCache> context_caches_;  // parallel to contexts_
+
+  profile::ProfileTable table_;
+  std::vector<IoSlot> inputs_;
+  std::vector<IoSlot> outputs_;
+  // Outputs written in place into an input. ExecuTorch passes a tensor for each (the mutable buffer's write-back
+  // slot, which then gets a copy) or, when the delegate owns the buffer, none of them.
+  size_t num_aliased_ = 0;
+
+  // Per-execution scratch, sized once at load so execute() never allocates.
+  std::vector<Shape> input_shapes_;
+  // The tensor arguments of the current call: inputs, then outputs, by slot (nullptr for an aliased output the call
+  // passes no tensor for).
+  std::vector<executorch::aten::Tensor*> arg_tensors_;
+  // Capacity (elements) ExecuTorch planned for each output, captured the first time the output is seen, while it
+  // still has its upper-bound shape.
+  std::vector<int64_t> output_capacity_;
+
+  // The profile the last successful switch (or the last execution) left the engine on; what kStickyFirstFit keeps.
+  int32_t active_profile_ = 0;
+  LastChoice last_choice_;
+
+  // Where an execution's refusal is written before it is reported (fixed memory: execute() does not allocate).
+  Diagnostic why_;
+};
+
+}  // namespace etrt::backend
