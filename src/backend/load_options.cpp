@@ -1,11 +1,22 @@
 #include "backend/load_options.h"
 
+#include <array>
 #include <cstring>
 #include <limits>
+#include <variant>
+
+#include <executorch/runtime/platform/log.h>
 
 #include "etrt/options.h"
 
 namespace etrt::backend {
+
+using executorch::runtime::ArrayRef;
+using executorch::runtime::BackendOption;
+using executorch::runtime::CompileSpec;
+using executorch::runtime::kMaxOptionValueLength;
+using executorch::runtime::Span;
+
 namespace {
 
 const char* kind_name(RawOption::Kind kind) {
@@ -122,6 +133,41 @@ Error apply_weight_streaming_spec(const void* value, size_t length, LoadOptions*
   }
   if (options->weight_streaming_budget < 0) options->weight_streaming_budget = bytes;
   return Error::Ok;
+}
+
+Error read_load_options(Span<const BackendOption> runtime_specs, LoadOptions* options, Diagnostic& why) {
+  apply_default_load_options(options);  // process-wide defaults (etrt/c_api.h); the runtime specs override them
+  for (const BackendOption& option : runtime_specs) {
+    RawOption raw{option.key, RawOption::Kind::kBool, false, 0, ""};
+    if (const bool* b = std::get_if<bool>(&option.value)) {
+      raw.bool_value = *b;
+    } else if (const int* i = std::get_if<int>(&option.value)) {
+      raw.kind = RawOption::Kind::kInt;
+      raw.int_value = *i;
+    } else if (const auto* s = std::get_if<std::array<char, kMaxOptionValueLength>>(&option.value)) {
+      raw.kind = RawOption::Kind::kString;
+      raw.string_value = s->data();
+      if (std::strcmp(option.key, kOptionWeightStreamingBudget) == 0 && s->front() == '\0')
+        ET_LOG(Info, "TensorRTBackend load option '%s' is empty and was ignored", kOptionWeightStreamingBudget);
+    }
+    const Error status = apply_load_option(raw, options, why);
+    if (status != Error::Ok) return status;
+  }
+  return Error::Ok;
+}
+
+Error read_compile_specs(ArrayRef<CompileSpec> specs, LoadOptions* options, Diagnostic& why) {
+  const CompileSpec* budget = nullptr;
+  for (const CompileSpec& spec : specs) {
+    if (spec.key == nullptr || std::strcmp(spec.key, kOptionWeightStreamingBudget) != 0) continue;
+    if (budget != nullptr)
+      return fail(why, Error::InvalidArgument,
+                  "the delegate carries the '%s' compile spec twice; re-export with one budget",
+                  kOptionWeightStreamingBudget);
+    budget = &spec;
+  }
+  if (budget == nullptr) return Error::Ok;
+  return apply_weight_streaming_spec(budget->value.buffer, budget->value.nbytes, options, why);
 }
 
 }  // namespace etrt::backend

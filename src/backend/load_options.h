@@ -1,9 +1,14 @@
 #pragma once
-// Load-time options of one delegate, read from ExecuTorch's runtime specs
-// (the LoadBackendOptionsMap entry for "TensorRTBackend").
+// Load-time options of one delegate, parsed here and nowhere else: from ExecuTorch's runtime specs (the
+// LoadBackendOptionsMap entry for "TensorRTBackend"), from the delegate's compile specs (weight_streaming_budget),
+// and from the process-wide defaults the C ABI sets (both front-ends reduce an option to a RawOption).
 
 #include <cstddef>
 #include <cstdint>
+
+#include <executorch/runtime/backend/options.h>
+#include <executorch/runtime/backend/interface.h>
+#include <executorch/runtime/core/span.h>
 
 #include "common/error.h"
 #include "etrt/profile_guard.h"
@@ -56,6 +61,16 @@ struct RawOption {
 // budget (load options override compile specs). InvalidArgument when the value is malformed.
 [[nodiscard]] Error apply_weight_streaming_spec(const void* value, size_t length, LoadOptions* options,
                                                 Diagnostic& why);
+
+// The options one delegate loads with: the process-wide defaults (apply_default_load_options), then each runtime
+// spec over them, key by key. InvalidArgument, naming the option, for an unknown key or a bad value.
+[[nodiscard]] Error read_load_options(executorch::runtime::Span<const executorch::runtime::BackendOption> runtime_specs,
+                                      LoadOptions* options, Diagnostic& why);
+
+// The compile specs etrt reads: weight_streaming_budget, at most once (a load option overrides it). Profile choice
+// is runtime state; nothing about it is read from compile specs. InvalidArgument for a repeated or malformed spec.
+[[nodiscard]] Error read_compile_specs(executorch::runtime::ArrayRef<executorch::runtime::CompileSpec> specs,
+                                       LoadOptions* options, Diagnostic& why);
 
 // Process-wide default load options, set through the C ABI (etrt/c_api.h, etrt_set_default_load_option_*) by
 // runtimes that pass no load options of their own (ExecuTorch's Python API). Applies them to `options`, in the order

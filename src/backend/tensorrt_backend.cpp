@@ -32,46 +32,8 @@ using executorch::runtime::DelegateHandle;
 using executorch::runtime::Error;
 using executorch::runtime::EValue;
 using executorch::runtime::FreeableBuffer;
-using executorch::runtime::kMaxOptionValueLength;
 using executorch::runtime::Result;
 using executorch::runtime::Span;
-
-Error read_load_options(const BackendInitContext& context, LoadOptions* options, Diagnostic& why) {
-  apply_default_load_options(options);  // process-wide defaults (etrt/c_api.h); the runtime specs override them
-  for (const BackendOption& option : context.runtime_specs()) {
-    RawOption raw{option.key, RawOption::Kind::kBool, false, 0, ""};
-    if (const bool* b = std::get_if<bool>(&option.value)) {
-      raw.bool_value = *b;
-    } else if (const int* i = std::get_if<int>(&option.value)) {
-      raw.kind = RawOption::Kind::kInt;
-      raw.int_value = *i;
-    } else if (const auto* s = std::get_if<std::array<char, kMaxOptionValueLength>>(&option.value)) {
-      raw.kind = RawOption::Kind::kString;
-      raw.string_value = s->data();
-      if (std::strcmp(option.key, kOptionWeightStreamingBudget) == 0 && s->front() == '\0')
-        ET_LOG(Info, "TensorRTBackend load option '%s' is empty and was ignored", kOptionWeightStreamingBudget);
-    }
-    const Error status = apply_load_option(raw, options, why);
-    if (status != Error::Ok) return status;
-  }
-  return Error::Ok;
-}
-
-// The compile specs etrt reads: weight_streaming_budget, at most once. Profile choice is runtime state; nothing
-// about it is read from compile specs.
-Error read_compile_specs(ArrayRef<CompileSpec> specs, LoadOptions* options, Diagnostic& why) {
-  const CompileSpec* budget = nullptr;
-  for (const CompileSpec& spec : specs) {
-    if (spec.key == nullptr || std::strcmp(spec.key, kOptionWeightStreamingBudget) != 0) continue;
-    if (budget != nullptr)
-      return fail(why, Error::InvalidArgument,
-                  "the delegate carries the '%s' compile spec twice; re-export with one budget",
-                  kOptionWeightStreamingBudget);
-    budget = &spec;
-  }
-  if (budget == nullptr) return Error::Ok;
-  return apply_weight_streaming_spec(budget->value.buffer, budget->value.nbytes, options, why);
-}
 
 class TensorRTBackend final : public executorch::runtime::BackendInterface {
  public:
@@ -88,7 +50,7 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
     LoadOptions options;
     Diagnostic why;
     clear_last_error();
-    if (read_load_options(context, &options, why) != Error::Ok) {
+    if (read_load_options(context.runtime_specs(), &options, why) != Error::Ok) {
       report_error(name, "%s", why.c_str());
       return Error::InvalidArgument;
     }
