@@ -16,6 +16,12 @@
 #include "backend/nvtx_range.h"
 #include "etrt/report.h"
 
+#if defined(__GNUC__) || defined(__clang__)
+#define ETRT_FLATTEN __attribute__((flatten))
+#else
+#define ETRT_FLATTEN
+#endif
+
 namespace etrt::backend {
 
 using executorch::aten::Tensor;
@@ -64,8 +70,9 @@ Error Delegate::execute(Span<EValue*> args) {
   return finish(thread, outcome, status);
 }
 
-// Steps 3-8, after the wait for in-flight work; `device` carries the stream.
-Error Delegate::run_steps(const ThreadState& thread, DeviceCall& device, Span<EValue*> args, Outcome* outcome) {
+// Steps 3-8, after the wait for in-flight work; `device` carries the stream. The steps below are inlined into it
+// (flatten): as separate calls they cost a tenth of etrt's per-forward() instructions (docs/host-cost.md).
+ETRT_FLATTEN inline Error Delegate::run_steps(const ThreadState& thread, DeviceCall& device, Span<EValue*> args, Outcome* outcome) {
   const ProfileRequest request = read_request(thread);                  // 3. the request
   Error status = collect_tensors(args);                                 // 4. tensors and input shapes
   if (status == Error::Ok) status = collect_input_shapes();
@@ -88,7 +95,7 @@ Error Delegate::run_steps(const ThreadState& thread, DeviceCall& device, Span<EV
 }
 
 // No guard: the module's load-time default (LoadOptions::default_request).
-ProfileRequest Delegate::read_request(const ThreadState& thread) const {
+inline ProfileRequest Delegate::read_request(const ThreadState& thread) const {
   if (thread.request.kind != ProfileRequest::Kind::kDefault) return thread.request;
   return options_.default_request(table_.num_profiles());
 }
@@ -96,7 +103,7 @@ ProfileRequest Delegate::read_request(const ThreadState& thread) const {
 // Gathers the call's tensors (inputs, then outputs; non-tensor arguments such as SymInts are skipped) into
 // arg_tensors_, by slot. A call may leave out every output that is written in place into an input (ExecuTorch does
 // when the delegate owns the mutable buffer); those slots get nullptr.
-Error Delegate::collect_tensors(Span<EValue*> args) {
+inline Error Delegate::collect_tensors(Span<EValue*> args) {
   const size_t n_in = inputs_.size();
   const size_t full = n_in + outputs_.size();
   // One pass for the common case, every slot passed.
@@ -132,7 +139,7 @@ Error Delegate::collect_tensors(Span<EValue*> args) {
 }
 
 // Checks each input's type and rank and copies its shape into input_shapes_ (sized at load).
-Error Delegate::collect_input_shapes() {
+inline Error Delegate::collect_input_shapes() {
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const Tensor& t = *arg_tensors_[i];
     const Error typed = check_dtype(why_, inputs_[i], t, "input");
@@ -151,7 +158,7 @@ Error Delegate::collect_input_shapes() {
 
 // The profile for this execution, every input validated against it (profile::choose_and_validate). An execution
 // that repeats the last successful one's request, active profile and input shapes reuses its choice.
-Error Delegate::choose_and_validate(const ProfileRequest& request, profile::Choice* choice) {
+inline Error Delegate::choose_and_validate(const ProfileRequest& request, profile::Choice* choice) {
   LastChoice& last = last_choice_;
   const size_t n_in = inputs_.size();
   bool repeat = last.valid && last.request == request && last.active_profile == active_profile_;
@@ -173,7 +180,7 @@ Error Delegate::choose_and_validate(const ProfileRequest& request, profile::Choi
 
 // Strategy kSwitch: switches the one context when its profile differs, on the execution stream. Strategy
 // kContextPerProfile: picks the context bound to `profile` at load.
-Error Delegate::switch_profile(int32_t profile, DeviceCall& device, Target* target, Outcome* outcome) {
+inline Error Delegate::switch_profile(int32_t profile, DeviceCall& device, Target* target, Outcome* outcome) {
   const bool per_profile = strategy_ == Strategy::kContextPerProfile;
   target->index = per_profile ? static_cast<size_t>(profile) : 0;
   target->context = contexts_[target->index].get();
@@ -203,7 +210,7 @@ Error Delegate::switch_profile(int32_t profile, DeviceCall& device, Target* targ
 // Gives the context every input shape that changed, then reads the output shapes inferred from them and checks each
 // against the capacity ExecuTorch planned. Only a complete success marks the cache valid, so a refused call is
 // checked again in full next time.
-Error Delegate::set_shapes_and_infer_outputs(const Target& target, int32_t profile) {
+inline Error Delegate::set_shapes_and_infer_outputs(const Target& target, int32_t profile) {
   ContextCache& cache = *target.cache;
   const size_t n_in = inputs_.size();
   bool changed = !cache.valid;
@@ -271,7 +278,7 @@ Error Delegate::set_shapes_and_infer_outputs(const Target& target, int32_t profi
 
 // Gives every output tensor the shape the engine inferred for it, resizing only those whose shape differs
 // (resize_tensor is not free).
-Error Delegate::resize_outputs(const ContextCache& cache, int32_t profile) {
+inline Error Delegate::resize_outputs(const ContextCache& cache, int32_t profile) {
   const size_t n_in = inputs_.size();
   for (size_t o = 0; o < outputs_.size(); ++o) {
     if (arg_tensors_[n_in + o] == nullptr) continue;  // an aliased output the call passes no tensor for
@@ -302,7 +309,7 @@ Error Delegate::resize_outputs(const ContextCache& cache, int32_t profile) {
 
 // Gives the context each argument's address: in place where the engine can use the memory, else through the
 // argument's staging buffer (DeviceCall::bind). Addresses the context already holds are not set again.
-Error Delegate::bind(const Target& target, DeviceCall& device) {
+inline Error Delegate::bind(const Target& target, DeviceCall& device) {
   ContextCache& cache = *target.cache;
   const size_t n_in = inputs_.size();
   const size_t n_args = n_in + outputs_.size();
@@ -339,7 +346,7 @@ Error Delegate::bind(const Target& target, DeviceCall& device) {
 }
 
 // Runs the context (or replays its CUDA graph, when graphs are on and nothing changed since its last run).
-Error Delegate::enqueue(const Target& target, DeviceCall& device, int32_t profile) {
+inline Error Delegate::enqueue(const Target& target, DeviceCall& device, int32_t profile) {
   ContextCache& cache = *target.cache;
   device.issued();  // a failed enqueue may still have left work on the stream
   GraphSet* graphs = device_.graphs.empty() ? nullptr : &device_.graphs[target.index];
@@ -353,7 +360,7 @@ Error Delegate::enqueue(const Target& target, DeviceCall& device, int32_t profil
 
 // Copies staged outputs back and each updated in-place input into the write-back output ExecuTorch passed, if any;
 // the choice just made becomes the one the next execution may reuse.
-Error Delegate::finish_outputs(const Target& target, DeviceCall& device) {
+inline Error Delegate::finish_outputs(const Target& target, DeviceCall& device) {
   const size_t n_in = inputs_.size();
   const NvtxRange range("etrt copy back");
   Error status = device.copy_back_outputs(arg_tensors_.data(), n_in, outputs_.size());
@@ -373,7 +380,7 @@ Error Delegate::finish_outputs(const Target& target, DeviceCall& device) {
 }
 
 // Ends an execution: the refusal (if any) as the thread's last error, the counters and the thread's report.
-Error Delegate::finish(const ThreadState& thread, const Outcome& outcome, Error status) {
+inline Error Delegate::finish(const ThreadState& thread, const Outcome& outcome, Error status) {
   if (status != Error::Ok) report_error(name_, "%s", why_.c_str());
   if (thread.report != nullptr) {
     ExecutionRecord record;
