@@ -24,6 +24,7 @@
 
 #include <cstdint>
 
+#include "etrt/export.h"
 namespace etrt {
 
 /// How an automatic request chooses among the profiles whose bounds contain
@@ -63,11 +64,11 @@ struct ProfileRequest {
 
 /// The request in force on the calling thread: the innermost live guard's, or
 /// `ProfileRequest::default_request()` when none is.
-ProfileRequest current_profile_request() noexcept;
+ETRT_API ProfileRequest current_profile_request() noexcept;
 
 /// RAII pin or auto request for the current thread. Non-copyable and
 /// non-movable, like a stream guard: its lifetime is its scope.
-class OptimizationProfileGuard {
+class ETRT_API OptimizationProfileGuard {
  public:
   /// Pin profile `profile_index` for executions on this thread while the
   /// guard lives. The index is checked by each delegate when it executes: an

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "etrt/export.h"
 namespace etrt {
 
 struct ExecutionRecord {
@@ -28,7 +29,7 @@ struct ExecutionRecord {
   bool ok = false;            ///< the execution succeeded
 };
 
-class ExecutionReport {
+class ETRT_API ExecutionReport {
  public:
   static constexpr size_t kCapacity = 64;
 
@@ -84,10 +85,10 @@ class ExecutionReport {
 ///     printf("%s\n", etrt::has_last_error() ? etrt::last_error_message()
 ///                                            : executorch::runtime::to_string(result.error()));
 /// @endcode
-const char* last_error_message() noexcept;
+ETRT_API const char* last_error_message() noexcept;
 /// Empties this thread's last error message.
-void clear_last_error() noexcept;
+ETRT_API void clear_last_error() noexcept;
 /// True when an etrt delegate refused something on this thread since the last clear.
-bool has_last_error() noexcept;
+ETRT_API bool has_last_error() noexcept;
 
 }  // namespace etrt

@@ -38,13 +38,14 @@
 
 #include <optional>
 
+#include "etrt/export.h"
 namespace etrt {
 
 /// RAII: selects `stream` (a `cudaStream_t`; nullptr is the legacy default
 /// stream) for etrt's delegates on this thread while the guard lives. Guards
 /// nest; leaving a scope restores the selection that was in force when the
 /// guard was made. Non-copyable and non-movable: its lifetime is its scope.
-class CudaStreamGuard {
+class ETRT_API CudaStreamGuard {
  public:
   explicit CudaStreamGuard(void* stream) noexcept;
   ~CudaStreamGuard();
@@ -63,6 +64,6 @@ class CudaStreamGuard {
 
 /// The stream the innermost guard selected on this thread, or std::nullopt
 /// when none is in force (delegates then use `cudaStreamPerThread`).
-std::optional<void*> current_cuda_stream() noexcept;
+ETRT_API std::optional<void*> current_cuda_stream() noexcept;
 
 }  // namespace etrt
