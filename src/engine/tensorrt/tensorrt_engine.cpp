@@ -17,8 +17,10 @@
 
 #include "engine/tensorrt/tensorrt_engine.h"
 
+#include "engine/tensorrt/nvinfer_errors.h"
+#include "engine/tensorrt/nvinfer_io.h"
+
 #include "common/shape_text.h"
-#include "common/utf8.h"
 
 #include <NvInferRuntime.h>
 #include <NvInferVersion.h>
@@ -26,15 +28,10 @@
 #include <cuda_runtime_api.h>
 #endif
 
-#include <atomic>
-#include <cstdarg>
-#include <cstdio>
 #include <limits>
-#include <mutex>
+#include <memory>
 #include <string>
-#include <string_view>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -52,145 +49,6 @@ static_assert(std::is_same<nvinfer1::Dims, nvinfer1::Dims64>::value, "nvinfer1::
 static_assert(std::is_same<decltype(std::declval<nvinfer1::ICudaEngine&>().getDeviceMemorySizeV2()), int64_t>::value,
               "getDeviceMemorySizeV2 must return int64_t");
 
-// ---- text for error messages (failure paths only) --------------------------------
-
-// TensorRT's name for an element type, or nullptr for one this header does not name.
-const char* trt_type_name(nvinfer1::DataType t) {
-  // Cases by value past kINT4, so the enumerators 10.1's header lacks (kFP4 and
-  // kE8M0 arrived later) need not be named.
-  switch (t) {
-    case nvinfer1::DataType::kFLOAT: return "FLOAT";
-    case nvinfer1::DataType::kHALF: return "HALF";
-    case nvinfer1::DataType::kBF16: return "BF16";
-    case nvinfer1::DataType::kINT8: return "INT8";
-    case nvinfer1::DataType::kUINT8: return "UINT8";
-    case nvinfer1::DataType::kINT32: return "INT32";
-    case nvinfer1::DataType::kINT64: return "INT64";
-    case nvinfer1::DataType::kBOOL: return "BOOL";
-    case nvinfer1::DataType::kFP8: return "FP8";
-    case nvinfer1::DataType::kINT4: return "INT4";
-    default: break;
-  }
-  const int32_t value = static_cast<int32_t>(t);
-  if (value == 10) return "FP4";
-  if (value == 11) return "E8M0";
-  return nullptr;
-}
-
-bool to_etrt_type(nvinfer1::DataType t, DataType* out) {
-  switch (t) {
-    case nvinfer1::DataType::kFLOAT: *out = DataType::kFloat32; return true;
-    case nvinfer1::DataType::kHALF: *out = DataType::kFloat16; return true;
-    case nvinfer1::DataType::kBF16: *out = DataType::kBFloat16; return true;
-    case nvinfer1::DataType::kINT8: *out = DataType::kInt8; return true;
-    case nvinfer1::DataType::kUINT8: *out = DataType::kUInt8; return true;
-    case nvinfer1::DataType::kINT32: *out = DataType::kInt32; return true;
-    case nvinfer1::DataType::kINT64: *out = DataType::kInt64; return true;
-    case nvinfer1::DataType::kBOOL: *out = DataType::kBool; return true;
-    default: return false;
-  }
-}
-
-Shape to_shape(const nvinfer1::Dims& d) {
-  Shape s;
-  s.rank = d.nbDims;
-  for (int32_t i = 0; i < d.nbDims; ++i) s.d[i] = d.d[i];
-  return s;
-}
-
-// ---- where TensorRT's reasons go ---------------------------------------------
-
-// The latest error one TensorRT channel reported. TensorRT may report from any
-// thread, so writers lock; a caller takes a mark() before an NvInfer call (one
-// atomic load, so the execute path stays cheap) and, only if the call failed,
-// appends what TensorRT said in between to its Diagnostic.
-class LastMessage {
- public:
-  void set(const char* text) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    text_.assign(text != nullptr ? text : "");
-    count_.fetch_add(1, std::memory_order_release);
-  }
-  uint64_t mark() const { return count_.load(std::memory_order_acquire); }
-  void append_since(uint64_t mark, Diagnostic& why) const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    why.append("%s", count_.load(std::memory_order_relaxed) == mark ? "TensorRT gave no reason" : text_.c_str());
-  }
-  // For getErrorDesc(), which only etrt would call: valid until the next report.
-  const char* text() const { return text_.c_str(); }
-
- private:
-  mutable std::mutex mutex_;
-  std::string text_;
-  std::atomic<uint64_t> count_{0};
-};
-
-// Writes "<what the format says>: <what TensorRT reported since `mark`>" and returns `code`.
-Error fail_since(Diagnostic& why, Error code, const LastMessage& reported, uint64_t mark, const char* format, ...)
-    ETRT_PRINTF_FORMAT(5, 6);
-Error fail_since(Diagnostic& why, Error code, const LastMessage& reported, uint64_t mark, const char* format, ...) {
-  why.clear();
-  va_list args;
-  va_start(args, format);
-  why.vappend(format, args);
-  va_end(args);
-  why.append(": ");
-  reported.append_since(mark, why);
-  return code;
-}
-
-// One logger per engine: TensorRT uses the logger a runtime was created with
-// for everything created through that runtime, and etrt creates one runtime per
-// engine, so an engine's errors are its own. Errors are kept for the failing
-// call's Diagnostic (the backend logs them with the delegate's name); warnings,
-// which no call's result carries, go to stderr.
-class Logger final : public nvinfer1::ILogger {
- public:
-  void log(Severity severity, const char* msg) noexcept override {
-    if (severity == Severity::kINTERNAL_ERROR || severity == Severity::kERROR) {
-      errors_.set(msg);
-    } else if (severity == Severity::kWARNING) {
-      std::fprintf(stderr, "[etrt] TensorRT warning: %s\n", msg != nullptr ? msg : "");
-    }
-  }
-  const LastMessage& errors() const { return errors_; }
-
- private:
-  LastMessage errors_;
-};
-
-// One recorder per context, so a failed context call is explained by what that
-// context reported. It stores one error, the latest (we are its only reader).
-class ErrorRecorder final : public nvinfer1::IErrorRecorder {
- public:
-  int32_t getNbErrors() const noexcept override { return reported_.load() > 0 ? 1 : 0; }
-  nvinfer1::ErrorCode getErrorCode(int32_t index) const noexcept override {
-    return index == 0 && reported_.load() > 0 ? code_.load() : nvinfer1::ErrorCode::kUNSPECIFIED_ERROR;
-  }
-  ErrorDesc getErrorDesc(int32_t index) const noexcept override {
-    return index == 0 && reported_.load() > 0 ? last_.text() : "";
-  }
-  bool hasOverflowed() const noexcept override { return reported_.load() > 1; }
-  void clear() noexcept override { reported_.store(0); }
-  bool reportError(nvinfer1::ErrorCode code, ErrorDesc desc) noexcept override {
-    code_.store(code);
-    last_.set(desc);
-    reported_.fetch_add(1);
-    return false;  // not fatal: the failing NvInfer call returns its own failure
-  }
-  RefCount incRefCount() noexcept override { return ++refs_; }
-  RefCount decRefCount() noexcept override { return --refs_; }
-
-  const LastMessage& errors() const { return last_; }
-  nvinfer1::ErrorCode last_code() const { return code_.load(); }
-
- private:
-  LastMessage last_;
-  std::atomic<nvinfer1::ErrorCode> code_{nvinfer1::ErrorCode::kSUCCESS};
-  std::atomic<int32_t> reported_{0};
-  std::atomic<RefCount> refs_{0};
-};
-
 // ---- the engine's state, shared with its contexts ------------------------------
 
 // Members are destroyed in reverse order, which is TensorRT's order: the
@@ -205,109 +63,6 @@ struct Loaded {
   std::unique_ptr<nvinfer1::ICudaEngine> engine;
   std::vector<TensorDesc> io;  // engine order; io[i].name.c_str() is the name NvInfer gets, copied once
 };
-
-// getAliasedInputTensor and IKVCacheUpdateLayer first appear in TensorRT 10.15; engines of older versions have no
-// aliased outputs.
-#if NV_TENSORRT_MAJOR > 10 || (NV_TENSORRT_MAJOR == 10 && NV_TENSORRT_MINOR >= 15)
-#define ETRT_TENSORRT_HAS_ALIASES 1
-#else
-#define ETRT_TENSORRT_HAS_ALIASES 0
-#endif
-
-// Fills each output's aliased_input from the engine's own alias table.
-Error describe_aliases(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io, Diagnostic& why) {
-#if ETRT_TENSORRT_HAS_ALIASES
-  std::unordered_map<std::string_view, int32_t> inputs;  // by name: linear in the number of IO tensors
-  for (size_t i = 0; i < io->size(); ++i)
-    if ((*io)[i].is_input) inputs.emplace((*io)[i].name, static_cast<int32_t>(i));
-  for (TensorDesc& desc : *io) {
-    if (desc.is_input) continue;
-    const char* input = engine.getAliasedInputTensor(desc.name.c_str());
-    if (input == nullptr) continue;
-    const auto found = inputs.find(input);
-    if (found != inputs.end()) desc.aliased_input = found->second;
-    if (desc.aliased_input < 0) {
-      return fail(why, Error::NotSupported,
-                  "engine output '%s' aliases '%s' (getAliasedInputTensor), which is not an input of the engine",
-                  desc.display_name.c_str(), escape_name(input).c_str());
-    }
-  }
-#else
-  (void)engine;
-  (void)io;
-  (void)why;
-#endif
-  return Error::Ok;
-}
-
-Error describe_io(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io, Diagnostic& why) {
-  const int32_t count = engine.getNbIOTensors();
-  const int32_t profiles = engine.getNbOptimizationProfiles();
-  io->resize(static_cast<size_t>(count));
-  for (int32_t i = 0; i < count; ++i) {
-    TensorDesc& desc = (*io)[static_cast<size_t>(i)];
-    const char* name = engine.getIOTensorName(i);
-    if (name == nullptr) return fail(why, Error::Internal, "engine IO tensor %d of %d has no name", i, count);
-    desc.name = name;
-    desc.display_name = escape_name(desc.name);
-    const char* shown = desc.display_name.c_str();
-
-    const nvinfer1::TensorIOMode mode = engine.getTensorIOMode(name);
-    if (mode == nvinfer1::TensorIOMode::kNONE) {
-      return fail(why, Error::Internal,
-                  "engine IO tensor %d '%s' is neither an input nor an output (getTensorIOMode returned kNONE)", i,
-                  shown);
-    }
-    desc.is_input = mode == nvinfer1::TensorIOMode::kINPUT;
-
-    const nvinfer1::DataType type = engine.getTensorDataType(name);
-    if (!to_etrt_type(type, &desc.dtype)) {
-      const char* type_name = trt_type_name(type);
-      fail(why, Error::NotSupported, "engine IO tensor %d '%s' has element type ", i, shown);
-      if (type_name != nullptr) {
-        why.append("%s", type_name);
-      } else {
-        why.append("nvinfer1::DataType %d", static_cast<int32_t>(type));
-      }
-      why.append(
-          ", which etrt cannot bind (it binds FLOAT, HALF, BF16, INT8, UINT8, INT32, INT64 and BOOL); rebuild the "
-          "engine with a supported type at the network boundary, e.g. cast to HALF before the output");
-      return Error::NotSupported;
-    }
-
-    const nvinfer1::Dims dims = engine.getTensorShape(name);
-    if (dims.nbDims < 0 || dims.nbDims > kMaxRank) {
-      return fail(why, Error::Internal, "engine IO tensor %d '%s' has no usable shape (getTensorShape returned rank %d)",
-                  i, shown, dims.nbDims);
-    }
-    desc.shape = to_shape(dims);
-    desc.is_shape_tensor = engine.isShapeInferenceIO(name);
-
-    // etrt binds every tensor to device memory (staging host tensors itself); a tensor TensorRT expects in host
-    // memory would be read from the wrong address space. Shape tensors are refused by the backend, with its own words.
-    if (!desc.is_shape_tensor && engine.getTensorLocation(name) == nvinfer1::TensorLocation::kHOST) {
-      return fail(why, Error::NotSupported,
-                  "engine IO tensor %d '%s' is placed on the host by TensorRT (getTensorLocation returned kHOST) and "
-                  "is not a shape tensor; etrt binds device memory only: rebuild the engine so this tensor stays on "
-                  "the device (e.g. make it a regular tensor input instead of a host-computed one)",
-                  i, shown);
-    }
-
-    // etrt hands TensorRT dense row-major buffers; a vectorized layout (kHWC8,
-    // kCHW32, ...) would read them wrongly, so refuse it here rather than at run.
-    for (int32_t p = 0; p < profiles && !desc.is_shape_tensor; ++p) {
-      if (engine.getTensorFormat(name, p) != nvinfer1::TensorFormat::kLINEAR) {
-        const char* format = engine.getTensorFormatDesc(name, p);
-        return fail(why, Error::NotSupported,
-                    "engine IO tensor %d '%s' uses a non-linear layout under profile %d (%s); etrt binds dense "
-                    "row-major tensors only: build the engine with kLINEAR IO formats (the default; drop "
-                    "BuilderConfig/ITensor::setAllowedFormats for IO tensors)",
-                    i, shown, p, format != nullptr ? format : "unknown");
-      }
-    }
-  }
-  return Error::Ok;
-}
 
 // ---- ExecutionContext -------------------------------------------------------------
 

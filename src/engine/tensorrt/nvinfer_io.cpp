@@ -1,0 +1,164 @@
+#include "engine/tensorrt/nvinfer_io.h"
+
+#include <NvInferVersion.h>
+
+#include <string_view>
+#include <unordered_map>
+
+#include "common/utf8.h"
+
+namespace etrt::engine::tensorrt {
+namespace {
+
+// ---- text for error messages (failure paths only) --------------------------------
+
+// TensorRT's name for an element type, or nullptr for one this header does not name.
+const char* trt_type_name(nvinfer1::DataType t) {
+  // Cases by value past kINT4, so the enumerators 10.1's header lacks (kFP4 and
+  // kE8M0 arrived later) need not be named.
+  switch (t) {
+    case nvinfer1::DataType::kFLOAT: return "FLOAT";
+    case nvinfer1::DataType::kHALF: return "HALF";
+    case nvinfer1::DataType::kBF16: return "BF16";
+    case nvinfer1::DataType::kINT8: return "INT8";
+    case nvinfer1::DataType::kUINT8: return "UINT8";
+    case nvinfer1::DataType::kINT32: return "INT32";
+    case nvinfer1::DataType::kINT64: return "INT64";
+    case nvinfer1::DataType::kBOOL: return "BOOL";
+    case nvinfer1::DataType::kFP8: return "FP8";
+    case nvinfer1::DataType::kINT4: return "INT4";
+    default: break;
+  }
+  const int32_t value = static_cast<int32_t>(t);
+  if (value == 10) return "FP4";
+  if (value == 11) return "E8M0";
+  return nullptr;
+}
+
+bool to_etrt_type(nvinfer1::DataType t, DataType* out) {
+  switch (t) {
+    case nvinfer1::DataType::kFLOAT: *out = DataType::kFloat32; return true;
+    case nvinfer1::DataType::kHALF: *out = DataType::kFloat16; return true;
+    case nvinfer1::DataType::kBF16: *out = DataType::kBFloat16; return true;
+    case nvinfer1::DataType::kINT8: *out = DataType::kInt8; return true;
+    case nvinfer1::DataType::kUINT8: *out = DataType::kUInt8; return true;
+    case nvinfer1::DataType::kINT32: *out = DataType::kInt32; return true;
+    case nvinfer1::DataType::kINT64: *out = DataType::kInt64; return true;
+    case nvinfer1::DataType::kBOOL: *out = DataType::kBool; return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+Shape to_shape(const nvinfer1::Dims& d) {
+  Shape s;
+  s.rank = d.nbDims;
+  for (int32_t i = 0; i < d.nbDims; ++i) s.d[i] = d.d[i];
+  return s;
+}
+
+// getAliasedInputTensor and IKVCacheUpdateLayer first appear in TensorRT 10.15; engines of older versions have no
+// aliased outputs.
+#if NV_TENSORRT_MAJOR > 10 || (NV_TENSORRT_MAJOR == 10 && NV_TENSORRT_MINOR >= 15)
+#define ETRT_TENSORRT_HAS_ALIASES 1
+#else
+#define ETRT_TENSORRT_HAS_ALIASES 0
+#endif
+
+// Fills each output's aliased_input from the engine's own alias table.
+Error describe_aliases(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io, Diagnostic& why) {
+#if ETRT_TENSORRT_HAS_ALIASES
+  std::unordered_map<std::string_view, int32_t> inputs;  // by name: linear in the number of IO tensors
+  for (size_t i = 0; i < io->size(); ++i)
+    if ((*io)[i].is_input) inputs.emplace((*io)[i].name, static_cast<int32_t>(i));
+  for (TensorDesc& desc : *io) {
+    if (desc.is_input) continue;
+    const char* input = engine.getAliasedInputTensor(desc.name.c_str());
+    if (input == nullptr) continue;
+    const auto found = inputs.find(input);
+    if (found != inputs.end()) desc.aliased_input = found->second;
+    if (desc.aliased_input < 0) {
+      return fail(why, Error::NotSupported,
+                  "engine output '%s' aliases '%s' (getAliasedInputTensor), which is not an input of the engine",
+                  desc.display_name.c_str(), escape_name(input).c_str());
+    }
+  }
+#else
+  (void)engine;
+  (void)io;
+  (void)why;
+#endif
+  return Error::Ok;
+}
+
+Error describe_io(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io, Diagnostic& why) {
+  const int32_t count = engine.getNbIOTensors();
+  const int32_t profiles = engine.getNbOptimizationProfiles();
+  io->resize(static_cast<size_t>(count));
+  for (int32_t i = 0; i < count; ++i) {
+    TensorDesc& desc = (*io)[static_cast<size_t>(i)];
+    const char* name = engine.getIOTensorName(i);
+    if (name == nullptr) return fail(why, Error::Internal, "engine IO tensor %d of %d has no name", i, count);
+    desc.name = name;
+    desc.display_name = escape_name(desc.name);
+    const char* shown = desc.display_name.c_str();
+
+    const nvinfer1::TensorIOMode mode = engine.getTensorIOMode(name);
+    if (mode == nvinfer1::TensorIOMode::kNONE) {
+      return fail(why, Error::Internal,
+                  "engine IO tensor %d '%s' is neither an input nor an output (getTensorIOMode returned kNONE)", i,
+                  shown);
+    }
+    desc.is_input = mode == nvinfer1::TensorIOMode::kINPUT;
+
+    const nvinfer1::DataType type = engine.getTensorDataType(name);
+    if (!to_etrt_type(type, &desc.dtype)) {
+      const char* type_name = trt_type_name(type);
+      fail(why, Error::NotSupported, "engine IO tensor %d '%s' has element type ", i, shown);
+      if (type_name != nullptr) {
+        why.append("%s", type_name);
+      } else {
+        why.append("nvinfer1::DataType %d", static_cast<int32_t>(type));
+      }
+      why.append(
+          ", which etrt cannot bind (it binds FLOAT, HALF, BF16, INT8, UINT8, INT32, INT64 and BOOL); rebuild the "
+          "engine with a supported type at the network boundary, e.g. cast to HALF before the output");
+      return Error::NotSupported;
+    }
+
+    const nvinfer1::Dims dims = engine.getTensorShape(name);
+    if (dims.nbDims < 0 || dims.nbDims > kMaxRank) {
+      return fail(why, Error::Internal, "engine IO tensor %d '%s' has no usable shape (getTensorShape returned rank %d)",
+                  i, shown, dims.nbDims);
+    }
+    desc.shape = to_shape(dims);
+    desc.is_shape_tensor = engine.isShapeInferenceIO(name);
+
+    // etrt binds every tensor to device memory (staging host tensors itself); a tensor TensorRT expects in host
+    // memory would be read from the wrong address space. Shape tensors are refused by the backend, with its own words.
+    if (!desc.is_shape_tensor && engine.getTensorLocation(name) == nvinfer1::TensorLocation::kHOST) {
+      return fail(why, Error::NotSupported,
+                  "engine IO tensor %d '%s' is placed on the host by TensorRT (getTensorLocation returned kHOST) and "
+                  "is not a shape tensor; etrt binds device memory only: rebuild the engine so this tensor stays on "
+                  "the device (e.g. make it a regular tensor input instead of a host-computed one)",
+                  i, shown);
+    }
+
+    // etrt hands TensorRT dense row-major buffers; a vectorized layout (kHWC8,
+    // kCHW32, ...) would read them wrongly, so refuse it here rather than at run.
+    for (int32_t p = 0; p < profiles && !desc.is_shape_tensor; ++p) {
+      if (engine.getTensorFormat(name, p) != nvinfer1::TensorFormat::kLINEAR) {
+        const char* format = engine.getTensorFormatDesc(name, p);
+        return fail(why, Error::NotSupported,
+                    "engine IO tensor %d '%s' uses a non-linear layout under profile %d (%s); etrt binds dense "
+                    "row-major tensors only: build the engine with kLINEAR IO formats (the default; drop "
+                    "BuilderConfig/ITensor::setAllowedFormats for IO tensors)",
+                    i, shown, p, format != nullptr ? format : "unknown");
+      }
+    }
+  }
+  return Error::Ok;
+}
+
+}  // namespace etrt::engine::tensorrt
