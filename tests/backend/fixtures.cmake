@@ -8,12 +8,11 @@
 # generator (--programs <name>,<name>...), which fails the build unless it wrote exactly the listed programs:
 # adding, renaming or removing a fixture means changing make_fixtures.cpp and this file together.
 
-# Both modes (shared_fixtures() in make_fixtures.cpp).
-set(_etrt_shared_fixture_names llm overlap single_dynamic big_output small_capacity single_static mixed foreign)
+# Both modes (shared_fixtures() and refusal_fixtures() in make_fixtures.cpp).
+set(_etrt_shared_fixture_names llm overlap single_dynamic big_output small_capacity single_static mixed foreign
+    shape_tensor truncated tensorrt_plan signature_mismatch)
 
 set(ETRT_FIXTURE_NAMES ${_etrt_shared_fixture_names}
-    # refusal_fixtures()
-    shape_tensor truncated tensorrt_plan signature_mismatch
     # adapter_fixtures()
     unplanned_io host_input host_output data_dependent
     # contract_fixtures()

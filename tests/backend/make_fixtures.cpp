@@ -3,7 +3,8 @@
 // (python -m etrt.pte), and the tests load those files through Module.
 //
 // With --cuda it builds the GPU suite's fixtures instead (tests/gpu): the
-// same programs, names and expected values with CUDA-mode reference engines
+// Module suite's programs (shared_fixtures, refusal_fixtures), names and
+// expected values with CUDA-mode reference engines
 // (Builder::set_memory_kind(kDevice)), plus variants only the CUDA path needs:
 // unplanned IO (so a runner can pass device memory in and out), blobs naming
 // device 1 and a device that does not exist, and the GPU benchmark's
@@ -214,7 +215,7 @@ bool shared_fixtures() {
   return ok;
 }
 
-// Programs the backend must refuse at load (tests/backend only).
+// Programs the backend must refuse at load, in both modes (module_e2e_test.cpp's ModuleEngineTest).
 bool refusal_fixtures() {
   bool ok = true;
   // A blob whose profile signature disagrees with its engine (prefill max 1024 declared, 2048 real).
@@ -591,7 +592,8 @@ int main(int argc, char** argv) {
   }
   g_dir = argv[argc - 1];
   g_kind = cuda ? MemoryKind::kDevice : MemoryKind::kHost;
-  const bool ok = shared_fixtures() && (cuda ? cuda_fixtures() : refusal_fixtures() && adapter_fixtures() && contract_fixtures());
+  const bool ok =
+      shared_fixtures() && refusal_fixtures() && (cuda ? cuda_fixtures() : adapter_fixtures() && contract_fixtures());
   if (!ok) return 1;
   return written_as_listed(split_names(programs), cuda ? "ETRT_GPU_FIXTURE_NAMES" : "ETRT_FIXTURE_NAMES") ? 0 : 1;
 }

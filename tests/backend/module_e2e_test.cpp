@@ -3,6 +3,17 @@
 // registered as "TensorRTBackend". Assertions are on outputs and on the
 // reference engine's own trace (what the engine did), not on what the backend
 // says it did.
+//
+// One suite for both engine kinds (module_suite.h): every case runs on
+// host-mode engines and, in the GPU suite (tests/gpu, -DETRT_WITH_CUDA=ON), on
+// CUDA-mode engines, each under both profile strategies: ModuleTest.<case>/
+// Host_Switch and .../Host_ContextPerProfile in the CPU executable;
+// Gpu/ModuleTest.<case>/Cuda_Switch, .../Cuda_ContextPerProfile and the two
+// host ones in the GPU executable. A CUDA engine's inputs and outputs here are
+// ExecuTorch's planned host tensors, so every call there also exercises
+// staging: host inputs copied in on the stream, outputs copied back and ready
+// when forward() returns. Device IO, streams and lifetimes are in
+// tests/gpu/cuda_path_test.cpp.
 
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
@@ -13,48 +24,43 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "etrt_gpufree/trace.h"
 #include "etrt/options.h"
 #include "etrt/profile_guard.h"
 #include "etrt/report.h"
+#include "etrt_gpufree/trace.h"
 #include "fixtures.h"
-#include "module_test_util.h"
+#include "module_suite.h"
 
+namespace etrt::module_test {
 namespace {
 
-namespace et = ::executorch::runtime;
-namespace ref = ::etrt::gpufree;
-using ::executorch::aten::ScalarType;
-using ::executorch::extension::from_blob;
-using ::executorch::extension::Module;
-using ::testing::HasSubstr;
-using namespace ::etrt::module_test;  // token_ids, run_ids, expect_logits, count, switch_calls, ...
-
-constexpr int32_t kDecode = 0;
-constexpr int32_t kPrefill = 1;
-
-class ModuleTest : public ::testing::Test {
+// Parameterized by engine and strategy.
+class ModuleTest : public ::testing::TestWithParam<ModuleParam> {
  protected:
-  // Loads `name`.pte, its methods and delegates, and clears the engine's trace
-  // so each test sees only its own executions.
-  std::unique_ptr<Module> load(const std::string& name, const et::LoadBackendOptionsMap* options = nullptr) {
-    auto module = std::make_unique<Module>(fixture(name));
-    const et::Error loaded = options ? module->load(*options) : module->load();
-    EXPECT_EQ(loaded, et::Error::Ok);
-    EXPECT_EQ(module->load_forward(), et::Error::Ok) << etrt::last_error_message();
-    ref::clear_all_traces();
-    return module;
+  void TearDown() override { ref::clear_all_traces(); }
+
+  Engine engine() const { return GetParam().engine; }
+  Strategy strategy() const { return GetParam().strategy; }
+  std::string fixture(const std::string& name) const { return module_test::fixture(engine(), name); }
+
+  // Loads `name`.pte under this case's strategy (and auto_select_profiles where given), its methods and
+  // delegates, and clears the engine's trace so each test sees only its own executions.
+  std::unique_ptr<Module> load(const std::string& name, std::optional<bool> auto_select = std::nullopt) {
+    return load_module(fixture(name), strategy(), auto_select);
   }
+  int64_t strategy_switches(int64_t changes) const { return switch_calls_for(strategy(), changes); }
 };
 
 // ---- profile choice through the guard ----
 
-TEST_F(ModuleTest, WithoutAGuardTheDecodeProfileZeroRuns) {
+TEST_P(ModuleTest, WithoutAGuardTheDecodeProfileZeroRuns) {
   auto module = load("llm");
   const auto ids = token_ids(1);
   expect_logits(run_ids(*module, ids), ids);
@@ -64,7 +70,7 @@ TEST_F(ModuleTest, WithoutAGuardTheDecodeProfileZeroRuns) {
 
 // Without a guard a multi-profile engine chooses by shape, first-fit: prefill on profile 1, and decode back on
 // profile 0 even where profile 1 also fits (the overlap engine: [1,1] and [1,1..2048]).
-TEST_F(ModuleTest, WithoutAGuardAMultiProfileEngineChoosesTheFirstProfileThatFits) {
+TEST_P(ModuleTest, WithoutAGuardAMultiProfileEngineChoosesTheFirstProfileThatFits) {
   auto module = load("overlap");
   const auto prompt = token_ids(64), step = token_ids(1);
   expect_logits(run_ids(*module, prompt), prompt);
@@ -73,40 +79,36 @@ TEST_F(ModuleTest, WithoutAGuardAMultiProfileEngineChoosesTheFirstProfileThatFit
   EXPECT_EQ(ref::last_enqueue_profile("overlap"), kDecode);
 }
 
-TEST_F(ModuleTest, WithAutomaticSelectionTurnedOffAPrefillShapeFailsNamingTheBounds) {
-  et::BackendOptions<1> options;
-  ASSERT_EQ(options.set_option(etrt::kOptionAutoSelect, false), et::Error::Ok);
-  et::LoadBackendOptionsMap map;
-  ASSERT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
-  auto module = load("llm", &map);
+TEST_P(ModuleTest, WithAutomaticSelectionTurnedOffAPrefillShapeFailsNamingTheBounds) {
+  auto module = load("llm", /*auto_select=*/false);
   EXPECT_EQ(run_ids(*module, token_ids(64)).error, et::Error::InvalidArgument);
-  const std::string message = etrt::last_error_message();
+  const std::string message = last_error_message();
   EXPECT_THAT(message, HasSubstr("input_ids"));
   EXPECT_THAT(message, HasSubstr("64"));
   EXPECT_THAT(message, HasSubstr("profile 0"));
   EXPECT_EQ(ref::count_enqueues("llm"), 0);
 }
 
-TEST_F(ModuleTest, PinningProfileOneRunsAPrefillShapeOnProfileOne) {
+TEST_P(ModuleTest, PinningProfileOneRunsAPrefillShapeOnProfileOne) {
   auto module = load("llm");
   const auto ids = token_ids(64);
-  etrt::OptimizationProfileGuard guard(kPrefill);
+  OptimizationProfileGuard guard(kPrefill);
   expect_logits(run_ids(*module, ids), ids);
   EXPECT_EQ(ref::last_enqueue_profile("llm"), kPrefill);
-  EXPECT_EQ(switch_calls("llm"), 1);
+  EXPECT_EQ(switch_calls("llm"), strategy_switches(1));
 }
 
-TEST_F(ModuleTest, PinningProfileZeroRunsDecodeOnProfileZero) {
+TEST_P(ModuleTest, PinningProfileZeroRunsDecodeOnProfileZero) {
   auto module = load("llm");
   const auto ids = token_ids(1);
-  etrt::OptimizationProfileGuard guard(kDecode);
+  OptimizationProfileGuard guard(kDecode);
   expect_logits(run_ids(*module, ids), ids);
   EXPECT_EQ(ref::last_enqueue_profile("llm"), kDecode);
 }
 
-TEST_F(ModuleTest, AutoChoosesTheProfileFromTheInputShape) {
+TEST_P(ModuleTest, AutoChoosesTheProfileFromTheInputShape) {
   auto module = load("llm");
-  auto automatic = etrt::OptimizationProfileGuard::automatic();
+  auto automatic = OptimizationProfileGuard::automatic();
   const auto prompt = token_ids(100);
   expect_logits(run_ids(*module, prompt), prompt);
   EXPECT_EQ(ref::last_enqueue_profile("llm"), kPrefill);
@@ -115,95 +117,99 @@ TEST_F(ModuleTest, AutoChoosesTheProfileFromTheInputShape) {
   EXPECT_EQ(ref::last_enqueue_profile("llm"), kDecode);
 }
 
-TEST_F(ModuleTest, PrefillDecodePrefillSwitchesOncePerRegimeChange) {
+TEST_P(ModuleTest, PrefillDecodePrefillChangesProfileOncePerRegimeChange) {
   auto module = load("llm");
+  ExecutionReport report;
   {
-    etrt::OptimizationProfileGuard guard(kPrefill);
+    OptimizationProfileGuard guard(kPrefill);
     expect_logits(run_ids(*module, token_ids(40)), token_ids(40));
   }
   {
-    etrt::OptimizationProfileGuard guard(kDecode);
+    OptimizationProfileGuard guard(kDecode);
     for (int step = 0; step < 5; ++step) expect_logits(run_ids(*module, token_ids(1)), token_ids(1));
   }
   {
-    etrt::OptimizationProfileGuard guard(kPrefill);
+    OptimizationProfileGuard guard(kPrefill);
     expect_logits(run_ids(*module, token_ids(33)), token_ids(33));
   }
   // 0 -> 1 (prefill), 1 -> 0 (decode), 0 -> 1 (prefill again): three regime changes.
-  EXPECT_EQ(switch_calls("llm"), 3);
+  EXPECT_EQ(report.switches(), 3u);
+  EXPECT_EQ(switch_calls("llm"), strategy_switches(3));
   EXPECT_EQ(ref::count_enqueues("llm"), 7);
 }
 
-TEST_F(ModuleTest, AShapeNoProfileAcceptsFailsUnderAutoListingEveryProfile) {
+TEST_P(ModuleTest, AShapeNoProfileAcceptsFailsUnderAutoListingEveryProfile) {
   auto module = load("llm");
-  auto automatic = etrt::OptimizationProfileGuard::automatic();
+  auto automatic = OptimizationProfileGuard::automatic();
   // 8 tokens: more than decode's 1, fewer than prefill's 32.
   EXPECT_EQ(run_ids(*module, token_ids(8)).error, et::Error::InvalidArgument);
-  const std::string message = etrt::last_error_message();
+  const std::string message = last_error_message();
   EXPECT_THAT(message, HasSubstr("profile 0"));
   EXPECT_THAT(message, HasSubstr("profile 1"));
   EXPECT_THAT(message, HasSubstr("2048"));
   EXPECT_THAT(message, HasSubstr("OptimizationProfileGuard"));
 }
 
-TEST_F(ModuleTest, ASteadyStateExecutionRepeatsOnlyTheEnqueue) {
+TEST_P(ModuleTest, ASteadyStateExecutionRepeatsOnlyTheEnqueue) {
   auto module = load("llm");
   for (int step = 0; step < 4; ++step) expect_logits(run_ids(*module, token_ids(1)), token_ids(1));
   // The context keeps shapes and addresses between enqueues: only the first call sets them.
   EXPECT_EQ(count("llm", ref::TraceKind::kSetInputShape), 1);
   EXPECT_EQ(count("llm", ref::TraceKind::kSetTensorAddress), 2);
   EXPECT_EQ(ref::count_enqueues("llm"), 4);
-  // A new shape is set again; a switch makes the backend set everything again.
+  // A new shape is set again; a switch makes the backend set everything again, and so does the first use of the
+  // prefill profile's own context.
   {
-    etrt::OptimizationProfileGuard guard(kPrefill);
+    OptimizationProfileGuard guard(kPrefill);
     expect_logits(run_ids(*module, token_ids(40)), token_ids(40));
     expect_logits(run_ids(*module, token_ids(41)), token_ids(41));
   }
   EXPECT_EQ(count("llm", ref::TraceKind::kSetInputShape), 3);
   EXPECT_EQ(count("llm", ref::TraceKind::kSetTensorAddress), 4);
   expect_logits(run_ids(*module, token_ids(1)), token_ids(1));
-  EXPECT_EQ(count("llm", ref::TraceKind::kSetInputShape), 4);
+  // Back on decode: the switch sets the shape again; the decode profile's own context still holds it.
+  EXPECT_EQ(count("llm", ref::TraceKind::kSetInputShape), strategy() == Strategy::kSwitch ? 4 : 3);
   EXPECT_EQ(ref::trace_counters("llm").failures, 0);
 }
 
 // ---- overlapping profiles: 0 = exactly one token, 1 = 1..2048 ----
 
-TEST_F(ModuleTest, StickyAutoKeepsTheWideProfileForOneTokenAfterAPrefill) {
+TEST_P(ModuleTest, StickyAutoKeepsTheWideProfileForOneTokenAfterAPrefill) {
   auto module = load("overlap");
-  auto automatic = etrt::OptimizationProfileGuard::automatic(etrt::AutoPolicy::kStickyFirstFit);
+  auto automatic = OptimizationProfileGuard::automatic(AutoPolicy::kStickyFirstFit);
   expect_logits(run_ids(*module, token_ids(10)), token_ids(10));
   expect_logits(run_ids(*module, token_ids(1)), token_ids(1));
   EXPECT_EQ(ref::last_enqueue_profile("overlap"), 1);
-  EXPECT_EQ(switch_calls("overlap"), 1);
+  EXPECT_EQ(switch_calls("overlap"), strategy_switches(1));
 }
 
-TEST_F(ModuleTest, StickyAutoStaysOnProfileZeroForOneTokenFromAFreshLoad) {
+TEST_P(ModuleTest, StickyAutoStaysOnProfileZeroForOneTokenFromAFreshLoad) {
   auto module = load("overlap");
-  auto automatic = etrt::OptimizationProfileGuard::automatic(etrt::AutoPolicy::kStickyFirstFit);
+  auto automatic = OptimizationProfileGuard::automatic(AutoPolicy::kStickyFirstFit);
   expect_logits(run_ids(*module, token_ids(1)), token_ids(1));
   EXPECT_EQ(ref::last_enqueue_profile("overlap"), 0);
   EXPECT_EQ(switch_calls("overlap"), 0);
 }
 
-TEST_F(ModuleTest, FirstFitAutoReturnsToProfileZeroForOneTokenAfterAPrefill) {
+TEST_P(ModuleTest, FirstFitAutoReturnsToProfileZeroForOneTokenAfterAPrefill) {
   auto module = load("overlap");
-  auto automatic = etrt::OptimizationProfileGuard::automatic(etrt::AutoPolicy::kFirstFit);
+  auto automatic = OptimizationProfileGuard::automatic(AutoPolicy::kFirstFit);
   expect_logits(run_ids(*module, token_ids(10)), token_ids(10));
   expect_logits(run_ids(*module, token_ids(1)), token_ids(1));
   EXPECT_EQ(ref::last_enqueue_profile("overlap"), 0);
-  EXPECT_EQ(switch_calls("overlap"), 2);
+  EXPECT_EQ(switch_calls("overlap"), strategy_switches(2));
 }
 
-TEST_F(ModuleTest, OverlappingProfilesGiveIdenticalOutputs) {
+TEST_P(ModuleTest, OverlappingProfilesGiveIdenticalOutputs) {
   auto module = load("overlap");
   const auto ids = token_ids(1);
   Outcome on_zero, on_one;
   {
-    etrt::OptimizationProfileGuard guard(0);
+    OptimizationProfileGuard guard(0);
     on_zero = run_ids(*module, ids);
   }
   {
-    etrt::OptimizationProfileGuard guard(1);
+    OptimizationProfileGuard guard(1);
     on_one = run_ids(*module, ids);
   }
   ASSERT_EQ(on_zero.error, et::Error::Ok);
@@ -215,36 +221,36 @@ TEST_F(ModuleTest, OverlappingProfilesGiveIdenticalOutputs) {
 
 // ---- bad requests and bad inputs ----
 
-TEST_F(ModuleTest, AnOutOfRangePinFailsAndTheEngineSwitchesNothing) {
+TEST_P(ModuleTest, AnOutOfRangePinFailsAndTheEngineSwitchesNothing) {
   auto module = load("llm");
-  etrt::OptimizationProfileGuard guard(5);
+  OptimizationProfileGuard guard(5);
   EXPECT_EQ(run_ids(*module, token_ids(1)).error, et::Error::InvalidArgument);
-  EXPECT_THAT(etrt::last_error_message(), HasSubstr("5"));
-  EXPECT_THAT(etrt::last_error_message(), HasSubstr("2 optimization profiles"));
+  EXPECT_THAT(last_error_message(), HasSubstr("5"));
+  EXPECT_THAT(last_error_message(), HasSubstr("2 optimization profiles"));
   EXPECT_EQ(switch_calls("llm"), 0);
   EXPECT_EQ(ref::count_enqueues("llm"), 0);
 }
 
-TEST_F(ModuleTest, ANegativePinFailsAndTheEngineSwitchesNothing) {
+TEST_P(ModuleTest, ANegativePinFailsAndTheEngineSwitchesNothing) {
   auto module = load("llm");
-  etrt::OptimizationProfileGuard guard(-1);
+  OptimizationProfileGuard guard(-1);
   EXPECT_EQ(run_ids(*module, token_ids(1)).error, et::Error::InvalidArgument);
   EXPECT_EQ(switch_calls("llm"), 0);
 }
 
-TEST_F(ModuleTest, ARefusedCallLeavesTheNextValidCallWorking) {
+TEST_P(ModuleTest, ARefusedCallLeavesTheNextValidCallWorking) {
   auto module = load("llm");
   {
-    etrt::OptimizationProfileGuard guard(kPrefill);
+    OptimizationProfileGuard guard(kPrefill);
     EXPECT_EQ(run_ids(*module, token_ids(8)).error, et::Error::InvalidArgument);  // below prefill's 32
-    EXPECT_THAT(etrt::last_error_message(), HasSubstr("[32, 2048]"));
+    EXPECT_THAT(last_error_message(), HasSubstr("[32, 2048]"));
     expect_logits(run_ids(*module, token_ids(32)), token_ids(32));
   }
   expect_logits(run_ids(*module, token_ids(1)), token_ids(1));
   EXPECT_EQ(ref::trace_counters("llm").failures, 0) << "the refusal must happen before the engine is touched";
 }
 
-TEST_F(ModuleTest, AWrongDtypeIsRefusedNamingTheInput) {
+TEST_P(ModuleTest, AWrongDtypeIsRefusedNamingTheInput) {
   auto module = load("llm");
   std::vector<float> not_ids(4, 1.0f);
   auto tensor = from_blob(not_ids.data(), {1, 4}, ScalarType::Float);
@@ -252,54 +258,71 @@ TEST_F(ModuleTest, AWrongDtypeIsRefusedNamingTheInput) {
   EXPECT_EQ(ref::count_enqueues("llm"), 0);
 }
 
-// A token id outside the embedding's vocabulary is the caller's data, which only the engine can see: the engine
-// reports kINVALID_ARGUMENT, the forward fails with InvalidArgument naming the id, and the next forward runs.
-TEST_F(ModuleTest, ATokenIdOutsideTheVocabularyIsAnInvalidArgumentNamingIt) {
+// A token id outside the embedding's vocabulary is the caller's data, which only the engine can see. A host engine
+// reports kINVALID_ARGUMENT: the forward fails with InvalidArgument naming the id. A CUDA engine cannot fail an
+// enqueue that has already returned: it writes the id's row as NaN (nvinfer/README.md). Either way the next forward
+// runs.
+TEST_P(ModuleTest, ATokenIdOutsideTheVocabularyFailsTheForwardOrShowsInTheOutput) {
   auto module = load("llm");
   std::vector<int64_t> prompt = token_ids(32);
-  prompt[5] = etrt::fixtures::kVocab;
-  EXPECT_EQ(run_ids(*module, prompt).error, et::Error::InvalidArgument);
-  EXPECT_THAT(etrt::last_error_message(), HasSubstr("id 32 at flat position 5"));
-  EXPECT_THAT(etrt::last_error_message(), HasSubstr("outside the vocabulary [0, 32)"));
-  EXPECT_EQ(run_ids(*module, {-1}).error, et::Error::InvalidArgument);
-  EXPECT_THAT(etrt::last_error_message(), HasSubstr("id -1 at flat position 0"));
+  prompt[5] = fixtures::kVocab;
+  if (engine() == Engine::kHost) {
+    EXPECT_EQ(run_ids(*module, prompt).error, et::Error::InvalidArgument);
+    EXPECT_THAT(last_error_message(), HasSubstr("id 32 at flat position 5"));
+    EXPECT_THAT(last_error_message(), HasSubstr("outside the vocabulary [0, 32)"));
+    EXPECT_EQ(run_ids(*module, {-1}).error, et::Error::InvalidArgument);
+    EXPECT_THAT(last_error_message(), HasSubstr("id -1 at flat position 0"));
+  } else {
+    // Row `row` of `out` ([1, S, kHidden]) is all NaN.
+    const auto expect_nan_row = [](const Outcome& out, size_t row) {
+      const auto hidden = static_cast<size_t>(fixtures::kHidden);
+      ASSERT_EQ(out.error, et::Error::Ok) << last_error_message();
+      ASSERT_GE(out.values.size(), (row + 1) * hidden);
+      for (size_t h = 0; h < hidden; ++h)
+        EXPECT_TRUE(std::isnan(out.values[row * hidden + h])) << "row " << row << ", element " << h;
+    };
+    expect_nan_row(run_ids(*module, prompt), 5);
+    expect_nan_row(run_ids(*module, {-1}), 0);
+  }
   expect_logits(run_ids(*module, token_ids(32)), token_ids(32));
   expect_logits(run_ids(*module, token_ids(1)), token_ids(1));
 }
 
 // ---- output capacity ----
 
-TEST_F(ModuleTest, ANonzeroProfileProducesTheLargestOutputWithinThePlannedBuffer) {
+TEST_P(ModuleTest, ANonzeroProfileProducesTheLargestOutputWithinThePlannedBuffer) {
   auto module = load("big_output");
   {
-    etrt::OptimizationProfileGuard guard(0);
+    OptimizationProfileGuard guard(0);
     expect_logits(run_ids(*module, token_ids(1)), token_ids(1));  // [1,1,16]
   }
-  etrt::OptimizationProfileGuard guard(1);
+  OptimizationProfileGuard guard(1);
   expect_logits(run_ids(*module, token_ids(64)), token_ids(64));  // [1,64,16]
 }
 
-TEST_F(ModuleTest, AnOutputLargerThanItsPlannedCapacityIsAClearErrorNotAnOverflow) {
+TEST_P(ModuleTest, AnOutputLargerThanItsPlannedCapacityIsAClearErrorNotAnOverflow) {
   auto module = load("small_capacity");
-  etrt::OptimizationProfileGuard guard(1);
+  OptimizationProfileGuard guard(1);
   expect_logits(run_ids(*module, token_ids(32)), token_ids(32));  // fits the 32-token plan
   EXPECT_EQ(run_ids(*module, token_ids(40)).error, et::Error::InvalidArgument);
-  EXPECT_THAT(etrt::last_error_message(), HasSubstr("logits"));
-  EXPECT_THAT(etrt::last_error_message(), HasSubstr("640 elements"));
-  EXPECT_THAT(etrt::last_error_message(), HasSubstr("512"));
+  EXPECT_THAT(last_error_message(), HasSubstr("logits"));
+  EXPECT_THAT(last_error_message(), HasSubstr("640 elements"));
+  EXPECT_THAT(last_error_message(), HasSubstr("512"));
   EXPECT_EQ(ref::count_enqueues("small_capacity"), 1);
+  // The failed call switched nothing back: the next one runs on the same profile.
+  expect_logits(run_ids(*module, token_ids(20)), token_ids(20));
 }
 
 // ---- one-profile engines ----
 
-TEST_F(ModuleTest, ASingleProfileEngineNeverIssuesASwitch) {
+TEST_P(ModuleTest, ASingleProfileEngineNeverIssuesASwitch) {
   auto module = load("single_static");
   std::vector<float> x = {1, 2, 3, 4};
   for (int32_t pin : {0, 1, 3}) {
-    etrt::OptimizationProfileGuard guard(pin);
-    etrt::ExecutionReport report;
+    OptimizationProfileGuard guard(pin);
+    ExecutionReport report;
     auto out = read_output(module->forward(from_blob(x.data(), {1, 4}, ScalarType::Float)));
-    ASSERT_EQ(out.error, et::Error::Ok) << etrt::last_error_message();
+    ASSERT_EQ(out.error, et::Error::Ok) << last_error_message();
     EXPECT_EQ(out.values, (std::vector<float>{2, 4, 6, 8}));
     ASSERT_EQ(report.entries().size(), 1u);
     EXPECT_EQ(report.entries()[0].profile, 0);
@@ -309,32 +332,32 @@ TEST_F(ModuleTest, ASingleProfileEngineNeverIssuesASwitch) {
   EXPECT_EQ(ref::count_enqueues("single_static"), 3);
 }
 
-TEST_F(ModuleTest, ADynamicOneProfileEngineRefusesANonzeroPinSayingWhy) {
+TEST_P(ModuleTest, ADynamicOneProfileEngineRefusesANonzeroPinSayingWhy) {
   auto module = load("single_dynamic");
-  etrt::OptimizationProfileGuard guard(1);
+  OptimizationProfileGuard guard(1);
   EXPECT_EQ(run_ids(*module, token_ids(4)).error, et::Error::InvalidArgument);
-  EXPECT_THAT(etrt::last_error_message(), HasSubstr("single optimization profile"));
+  EXPECT_THAT(last_error_message(), HasSubstr("single optimization profile"));
   EXPECT_EQ(switch_calls("single_dynamic"), 0);
 }
 
-TEST_F(ModuleTest, ADynamicOneProfileEngineRunsUnderAuto) {
+TEST_P(ModuleTest, ADynamicOneProfileEngineRunsUnderAuto) {
   auto module = load("single_dynamic");
-  auto automatic = etrt::OptimizationProfileGuard::automatic();
+  auto automatic = OptimizationProfileGuard::automatic();
   expect_logits(run_ids(*module, token_ids(40)), token_ids(40));
   EXPECT_EQ(switch_calls("single_dynamic"), 0);
 }
 
 // ---- several delegates in one program ----
 
-TEST_F(ModuleTest, AStaticDelegateBesideAMultiProfileOneIgnoresThePin) {
+TEST_P(ModuleTest, AStaticDelegateBesideAMultiProfileOneIgnoresThePin) {
   auto module = load("mixed");
   auto ids = token_ids(48);
   std::vector<float> x = {1, 2, 3, 4};
-  etrt::OptimizationProfileGuard guard(kPrefill);
-  etrt::ExecutionReport report;
-  auto result = module->forward({from_blob(ids.data(), {1, 48}, ScalarType::Long),
-                                 from_blob(x.data(), {1, 4}, ScalarType::Float)});
-  ASSERT_TRUE(result.ok()) << etrt::last_error_message();
+  OptimizationProfileGuard guard(kPrefill);
+  ExecutionReport report;
+  auto result = module->forward(
+      {from_blob(ids.data(), {1, 48}, ScalarType::Long), from_blob(x.data(), {1, 4}, ScalarType::Float)});
+  ASSERT_TRUE(result.ok()) << last_error_message();
   expect_logits(read_output(result, 0), ids);
   EXPECT_EQ(read_output(result, 1).values, (std::vector<float>{2, 4, 6, 8}));
   EXPECT_EQ(ref::last_enqueue_profile("mixed_multi"), kPrefill);
@@ -344,46 +367,115 @@ TEST_F(ModuleTest, AStaticDelegateBesideAMultiProfileOneIgnoresThePin) {
   EXPECT_TRUE(report.entries()[1].pin_ignored);
 }
 
-TEST_F(ModuleTest, ANonTensorRTDelegateInTheSameProgramIgnoresTheRequest) {
+// EtrtTestAddOne reads the TensorRT delegate's output on the host the moment execute() returns (a CUDA engine's
+// output staged back, complete); tests/gpu/cuda_path_test.cpp does the same behind queued device work.
+TEST_P(ModuleTest, ANonTensorRTDelegateInTheSameProgramIgnoresTheRequest) {
   auto module = load("foreign");
   const auto ids = token_ids(40);
-  etrt::OptimizationProfileGuard guard(kPrefill);
-  auto out = run_ids(*module, ids);
-  ASSERT_EQ(out.error, et::Error::Ok) << etrt::last_error_message();
-  auto want = etrt::fixtures::expected_logits(ids);
-  ASSERT_EQ(out.values.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(out.values[i], want[i] + 1.0f, 1e-5f);
+  OptimizationProfileGuard guard(kPrefill);
+  expect_logits_plus_one(run_ids(*module, ids), ids);
   EXPECT_EQ(ref::last_enqueue_profile("foreign_multi"), kPrefill);
 }
 
 // ---- load-time options ----
 
-TEST_F(ModuleTest, TheAutoLoadOptionMakesAutoTheDefaultForThatModule) {
-  et::BackendOptions<2> options;
-  ASSERT_EQ(options.set_option(etrt::kOptionAutoSelect, true), et::Error::Ok);
-  et::LoadBackendOptionsMap map;
-  ASSERT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
-  auto module = load("llm", &map);
+TEST_P(ModuleTest, TheAutoLoadOptionMakesAutoTheDefaultForThatModule) {
+  auto module = load("llm", /*auto_select=*/true);
   expect_logits(run_ids(*module, token_ids(64)), token_ids(64));
   EXPECT_EQ(ref::last_enqueue_profile("llm"), kPrefill);
   // A pin still wins over the module's default.
-  etrt::OptimizationProfileGuard guard(kPrefill);
+  OptimizationProfileGuard guard(kPrefill);
   EXPECT_EQ(run_ids(*module, token_ids(1)).error, et::Error::InvalidArgument);
 }
 
-TEST_F(ModuleTest, ContextPerProfileRunsTransitionsWithoutSwitchCalls) {
-  et::BackendOptions<2> options;
-  ASSERT_EQ(options.set_option(etrt::kOptionProfileStrategy, etrt::kStrategyContextPerProfile), et::Error::Ok);
-  et::LoadBackendOptionsMap map;
-  ASSERT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
-  auto module = load("llm", &map);
-  etrt::ExecutionReport report;
+// ---- observability and threads ----
+
+TEST_P(ModuleTest, TheReportAndCountersSayWhichProfileRanAndHowManySwitches) {
+  auto module = load("llm");
+  et::BackendOption before[2];
+  std::strcpy(before[0].key, kCounterProfileSwitches);
+  std::strcpy(before[1].key, kCounterExecutions);
+  ASSERT_EQ(et::get_option(kBackendId, et::Span<et::BackendOption>(before, 2)), et::Error::Ok);
+
+  ExecutionReport report;
+  {
+    OptimizationProfileGuard guard(kPrefill);
+    ASSERT_EQ(run_ids(*module, token_ids(32)).error, et::Error::Ok);
+  }
+  ASSERT_EQ(run_ids(*module, token_ids(1)).error, et::Error::Ok);
+  ASSERT_EQ(report.entries().size(), 2u);
+  EXPECT_EQ(report.entries()[0].profile, kPrefill);
+  EXPECT_EQ(report.entries()[1].profile, kDecode);
+  EXPECT_EQ(report.entries()[0].num_profiles, 2);
+  EXPECT_THAT(std::string(report.entries()[0].delegate), HasSubstr("forward"));
+  EXPECT_EQ(report.switches(), 2u);
+
+  // The delegate's profile changes, whichever strategy carries them out.
+  et::BackendOption after[3];
+  std::strcpy(after[0].key, kCounterProfileSwitches);
+  std::strcpy(after[1].key, kCounterExecutions);
+  std::strcpy(after[2].key, kCounterLastProfile);
+  ASSERT_EQ(et::get_option(kBackendId, et::Span<et::BackendOption>(after, 3)), et::Error::Ok);
+  EXPECT_EQ(std::get<int>(after[0].value) - std::get<int>(before[0].value), 2);
+  EXPECT_EQ(std::get<int>(after[1].value) - std::get<int>(before[1].value), 2);
+  EXPECT_EQ(std::get<int>(after[2].value), kDecode);
+}
+
+TEST_P(ModuleTest, TwoThreadsWithDifferentGuardsEachGetTheirOwnProfile) {
+  auto decode_module = load("llm");
+  auto prefill_module = load("llm");
+  const int calls = engine() == Engine::kHost ? 50 : 20;
+  std::atomic<int> failures{0};
+  auto worker = [&](Module& module, int32_t profile, size_t tokens) {
+    OptimizationProfileGuard guard(profile);
+    ExecutionReport report;
+    for (int i = 0; i < calls; ++i) {
+      // Decode takes exactly one token; prefill lengths vary, so the shapes (and a CUDA engine's copies) change
+      // between calls.
+      const auto ids = token_ids(tokens == 1 ? 1 : tokens + static_cast<size_t>(i % 3));
+      const Outcome out = run_ids(module, ids);
+      const auto want = fixtures::expected_logits(ids);
+      bool same = out.error == et::Error::Ok && out.values.size() == want.size();
+      // A device's fused multiply-adds round differently from the host's reference: compare within 1e-5.
+      for (size_t k = 0; same && k < want.size(); ++k) same = std::abs(out.values[k] - want[k]) <= 1e-5f;
+      if (!same) ++failures;
+    }
+    for (const auto& e : report.entries())
+      if (e.profile != profile) ++failures;
+  };
+  std::thread a(worker, std::ref(*decode_module), kDecode, 1);
+  std::thread b(worker, std::ref(*prefill_module), kPrefill, 40);
+  a.join();
+  b.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+// The GPU suite's names start Gpu/: its host instantiations would otherwise share the CPU executable's names, which
+// CTest keeps in one list (labels set on one would land on the other).
+#ifdef ETRT_GPU_FIXTURE_DIR
+INSTANTIATE_TEST_SUITE_P(Gpu, ModuleTest, ::testing::ValuesIn(built_params()), param_name);
+#else
+INSTANTIATE_TEST_SUITE_P(, ModuleTest, ::testing::ValuesIn(built_params()), param_name);
+#endif
+
+// ---- what one strategy does, on each engine ----
+
+// Parameterized by engine only: cases about loading, or about one strategy.
+class ModuleEngineTest : public ::testing::TestWithParam<Engine> {
+ protected:
+  void TearDown() override { ref::clear_all_traces(); }
+  std::string fixture(const std::string& name) const { return module_test::fixture(GetParam(), name); }
+};
+
+TEST_P(ModuleEngineTest, ContextPerProfileRunsTransitionsWithoutSwitchCalls) {
+  auto module = load_module(fixture("llm"), Strategy::kContextPerProfile);
+  ExecutionReport report;
   for (int round = 0; round < 2; ++round) {
     {
-      etrt::OptimizationProfileGuard guard(kPrefill);
+      OptimizationProfileGuard guard(kPrefill);
       expect_logits(run_ids(*module, token_ids(50)), token_ids(50));
     }
-    etrt::OptimizationProfileGuard guard(kDecode);
+    OptimizationProfileGuard guard(kDecode);
     expect_logits(run_ids(*module, token_ids(1)), token_ids(1));
   }
   EXPECT_EQ(switch_calls("llm"), 0);  // every context was bound to its profile at load
@@ -396,101 +488,56 @@ TEST_F(ModuleTest, ContextPerProfileRunsTransitionsWithoutSwitchCalls) {
   EXPECT_EQ(contexts[0], contexts[2]);
 }
 
-TEST_F(ModuleTest, AnUnknownLoadOptionFailsTheLoadNamingIt) {
+// ---- refusing what cannot run ----
+
+TEST_P(ModuleEngineTest, AnUnknownLoadOptionFailsTheLoadNamingIt) {
   et::BackendOptions<2> options;
   ASSERT_EQ(options.set_option("auto_selct", true), et::Error::Ok);
   et::LoadBackendOptionsMap map;
-  ASSERT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
+  ASSERT_EQ(map.set_options(kBackendId, options.view()), et::Error::Ok);
   Module module(fixture("llm"));
   ASSERT_EQ(module.load(map), et::Error::Ok);
   EXPECT_NE(module.load_forward(), et::Error::Ok);
-  EXPECT_THAT(etrt::last_error_message(), HasSubstr("auto_selct"));
+  EXPECT_THAT(last_error_message(), HasSubstr("auto_selct"));
 }
 
-// ---- refusing what cannot run ----
-
-TEST_F(ModuleTest, AShapeTensorInputIsRefusedAtLoad) {
+TEST_P(ModuleEngineTest, AShapeTensorInputIsRefusedAtLoad) {
   Module module(fixture("shape_tensor"));
   EXPECT_NE(module.load_forward(), et::Error::Ok);
-  EXPECT_THAT(etrt::last_error_message(), HasSubstr("shape tensor"));
+  EXPECT_THAT(last_error_message(), HasSubstr("shape tensor"));
 }
 
-TEST_F(ModuleTest, ATruncatedBlobIsRefusedAtLoad) {
+TEST_P(ModuleEngineTest, ATruncatedBlobIsRefusedAtLoad) {
   Module module(fixture("truncated"));
   EXPECT_NE(module.load_forward(), et::Error::Ok);
-  EXPECT_THAT(etrt::last_error_message(), HasSubstr("TensorRT blob"));
+  EXPECT_THAT(last_error_message(), HasSubstr("TensorRT blob"));
 }
 
-TEST_F(ModuleTest, ABlobWhoseSignatureDisagreesWithItsEngineIsRefusedAtLoad) {
+TEST_P(ModuleEngineTest, ABlobWhoseSignatureDisagreesWithItsEngineIsRefusedAtLoad) {
   Module module(fixture("signature_mismatch"));
   EXPECT_NE(module.load_forward(), et::Error::Ok);
-  EXPECT_THAT(etrt::last_error_message(), HasSubstr("[1,1024]"));
-  EXPECT_THAT(etrt::last_error_message(), HasSubstr("[1,2048]"));
-  EXPECT_THAT(etrt::last_error_message(), HasSubstr("profile 1 max"));
+  EXPECT_THAT(last_error_message(), HasSubstr("[1,1024]"));
+  EXPECT_THAT(last_error_message(), HasSubstr("[1,2048]"));
+  EXPECT_THAT(last_error_message(), HasSubstr("profile 1 max"));
 }
 
-TEST_F(ModuleTest, ABlobWhoseSignatureAgreesWithItsEngineLoads) {
+TEST_P(ModuleEngineTest, ABlobWhoseSignatureAgreesWithItsEngineLoads) {
   Module module(fixture("llm"));  // every fixture blob carries its engine's signature
-  EXPECT_EQ(module.load_forward(), et::Error::Ok) << etrt::last_error_message();
+  EXPECT_EQ(module.load_forward(), et::Error::Ok) << last_error_message();
 }
 
-TEST_F(ModuleTest, ATensorRTPlanOnTheGpuFreeNvInferSaysHowToRebuild) {
+TEST_P(ModuleEngineTest, ATensorRTPlanOnTheGpuFreeNvInferSaysHowToRebuild) {
   Module module(fixture("tensorrt_plan"));
   EXPECT_NE(module.load_forward(), et::Error::Ok);
-  EXPECT_THAT(etrt::last_error_message(), HasSubstr("TensorRT could not deserialize the engine"));
-  EXPECT_THAT(etrt::last_error_message(), HasSubstr("-DTENSORRT_ROOT="));
+  EXPECT_THAT(last_error_message(), HasSubstr("TensorRT could not deserialize the engine"));
+  EXPECT_THAT(last_error_message(), HasSubstr("-DTENSORRT_ROOT="));
 }
 
-// ---- observability and threads ----
-
-TEST_F(ModuleTest, TheReportAndCountersSayWhichProfileRanAndHowManySwitches) {
-  auto module = load("llm");
-  et::BackendOption before[2];
-  std::strcpy(before[0].key, etrt::kCounterProfileSwitches);
-  std::strcpy(before[1].key, etrt::kCounterExecutions);
-  ASSERT_EQ(et::get_option(etrt::kBackendId, et::Span<et::BackendOption>(before, 2)), et::Error::Ok);
-
-  etrt::ExecutionReport report;
-  {
-    etrt::OptimizationProfileGuard guard(kPrefill);
-    ASSERT_EQ(run_ids(*module, token_ids(32)).error, et::Error::Ok);
-  }
-  ASSERT_EQ(run_ids(*module, token_ids(1)).error, et::Error::Ok);
-  ASSERT_EQ(report.entries().size(), 2u);
-  EXPECT_EQ(report.entries()[0].profile, kPrefill);
-  EXPECT_EQ(report.entries()[1].profile, kDecode);
-  EXPECT_EQ(report.entries()[0].num_profiles, 2);
-  EXPECT_THAT(std::string(report.entries()[0].delegate), HasSubstr("forward"));
-  EXPECT_EQ(report.switches(), 2u);
-
-  et::BackendOption after[3];
-  std::strcpy(after[0].key, etrt::kCounterProfileSwitches);
-  std::strcpy(after[1].key, etrt::kCounterExecutions);
-  std::strcpy(after[2].key, etrt::kCounterLastProfile);
-  ASSERT_EQ(et::get_option(etrt::kBackendId, et::Span<et::BackendOption>(after, 3)), et::Error::Ok);
-  EXPECT_EQ(std::get<int>(after[0].value) - std::get<int>(before[0].value), 2);
-  EXPECT_EQ(std::get<int>(after[1].value) - std::get<int>(before[1].value), 2);
-  EXPECT_EQ(std::get<int>(after[2].value), kDecode);
-}
-
-TEST_F(ModuleTest, TwoThreadsWithDifferentGuardsEachGetTheirOwnProfile) {
-  auto decode_module = load("llm");
-  auto prefill_module = load("llm");
-  std::atomic<int> failures{0};
-  auto worker = [&](Module& module, int32_t profile, size_t tokens) {
-    etrt::OptimizationProfileGuard guard(profile);
-    etrt::ExecutionReport report;
-    for (int i = 0; i < 50; ++i) {
-      if (run_ids(module, token_ids(tokens)).error != et::Error::Ok) ++failures;
-    }
-    for (const auto& e : report.entries())
-      if (e.profile != profile) ++failures;
-  };
-  std::thread a(worker, std::ref(*decode_module), kDecode, 1);
-  std::thread b(worker, std::ref(*prefill_module), kPrefill, 40);
-  a.join();
-  b.join();
-  EXPECT_EQ(failures.load(), 0);
-}
+#ifdef ETRT_GPU_FIXTURE_DIR
+INSTANTIATE_TEST_SUITE_P(Gpu, ModuleEngineTest, ::testing::ValuesIn(built_engines()), engine_name);
+#else
+INSTANTIATE_TEST_SUITE_P(, ModuleEngineTest, ::testing::ValuesIn(built_engines()), engine_name);
+#endif
 
 }  // namespace
+}  // namespace etrt::module_test

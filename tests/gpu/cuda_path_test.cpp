@@ -3,8 +3,10 @@
 // host, pinned or device -- is what the delegate sees: device memory bound in
 // place, host memory staged; the caller's stream; calls that return without
 // waiting for the device; profile changes while earlier work still runs;
-// ordering across streams; destroy with work in flight; a blob naming device 1.
-// Every case runs under both profile strategies.
+// ordering across streams; destroy with work in flight; a blob naming device 1
+// or a device the machine lacks; a host delegate reading a staged output behind
+// queued device work. Every case runs under both profile strategies. The cases
+// host and CUDA engines share are tests/backend/module_e2e_test.cpp.
 //
 // Checks that the host did *not* wait (a stream still busy after forward()
 // returned) rely on a spinning kernel outlasting a few host calls. Under
@@ -349,6 +351,21 @@ TEST_P(CudaPath, ThreadsWithTheirOwnModulesAndStreamsRunConcurrently) {
   EXPECT_EQ(failures.load(), 0);
 }
 
+// EtrtTestAddOne reads the TensorRT delegate's host output on the host the moment execute() returns: the staged
+// output must have been copied back and the copy finished by then, even with the delegate's work queued behind
+// other work on the stream.
+TEST_P(CudaPath, AHostDelegateReadsTheStagedOutputCompleteRightAfterExecute) {
+  auto module = load("foreign");
+  Stream stream;
+  etrt::CudaStreamGuard on(stream.get());
+  etrt::OptimizationProfileGuard guard(kPrefill);
+  for (size_t tokens : {40u, 2048u, 33u}) {
+    spin(stream, 5);  // the delegate's work queues behind this; execute() must still return complete outputs
+    const auto ids = token_ids(tokens);
+    expect_logits_plus_one(run_ids(*module, ids), ids);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Strategies, CudaPath, ::testing::Values(Strategy::kSwitch, Strategy::kContextPerProfile),
                          strategy_name);
 
@@ -427,6 +444,13 @@ TEST_P(SecondDevice, MemoryOrAStreamOfAnotherDeviceIsRefusedNamingBothDevices) {
 
 INSTANTIATE_TEST_SUITE_P(Strategies, SecondDevice, ::testing::Values(Strategy::kSwitch, Strategy::kContextPerProfile),
                          strategy_name);
+
+TEST(CudaModuleLoad, ABlobNamingADeviceThisMachineDoesNotHaveIsRefusedAtLoadNamingIt) {
+  Module module(fixture("llm_device9"));
+  EXPECT_NE(module.load_forward(), et::Error::Ok);
+  EXPECT_THAT(etrt::last_error_message(), HasSubstr("CUDA device 9"));
+  EXPECT_THAT(etrt::last_error_message(), HasSubstr("CUDA device(s)"));
+}
 
 }  // namespace
 }  // namespace etrt::gpu_test

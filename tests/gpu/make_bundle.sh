@@ -3,7 +3,8 @@
 # that has a CUDA driver but none of etrt's build dependencies (see
 # docs/gpu-testing.md): the stripped test and benchmark binaries, libetrt, the
 # shared libraries they load that a bare machine lacks (ExecuTorch's runtime
-# from the wheel, libcudart, libbenchmark), the .pte fixtures, and
+# from the wheel, libcudart, libbenchmark), the .pte fixtures (CUDA-mode, and
+# tests/backend's host-mode ones in host_fixtures/), and
 # run_bundle.sh, and the demo decoder's weights (fixtures/decoder_weights.*),
 # so the logits the GPU suite dumps can be checked against NumPy. Everything
 # lands in one folder; the binaries find their libraries through $ORIGIN or
@@ -25,9 +26,11 @@ for b in "${BINARIES[@]}"; do
 done
 
 rm -rf "$OUT"
-mkdir -p "$OUT/fixtures" "$OUT/fallback"
+mkdir -p "$OUT/fixtures" "$OUT/host_fixtures" "$OUT/fallback"
 for b in "${BINARIES[@]}"; do strip -o "$OUT/$(basename "$b")" "$BUILD/$b"; done
 cp "$BUILD/tests/gpu/fixtures/"*.pte "$BUILD/tests/gpu/fixtures/decoder_weights."{bin,json} "$OUT/fixtures/"
+# tests/backend's host-mode fixtures (same names): the Module suite runs on them beside the CUDA-mode ones.
+cp "$BUILD/tests/backend/fixtures/"*.pte "$OUT/host_fixtures/"
 cp "$ROOT/tests/gpu/run_bundle.sh" "$OUT/"
 
 # Every shared library the binaries load, except the C/C++ runtime every Linux machine has.

@@ -19,6 +19,7 @@ SUMMARY="$LOGS/summary.txt"
 : > "$SUMMARY"
 export LD_LIBRARY_PATH="$HERE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export ETRT_GPU_FIXTURE_DIR="$HERE/fixtures"
+export ETRT_HOST_FIXTURE_DIR="$HERE/host_fixtures"
 if ! "$HERE/etrt_gpu_engine_tests" --gtest_list_tests > /dev/null 2>&1; then
   echo "the machine's C++ runtime is older than the build's: using fallback/" | tee -a "$SUMMARY"
   export LD_LIBRARY_PATH="$HERE/fallback:$LD_LIBRARY_PATH"
