@@ -137,16 +137,29 @@ TEST(ReferenceMemory, EnqueueReallyUsesTheDeviceMemoryItWasGiven) {
   EXPECT_NE(scratch.data[scratch.size - 1], 0xEE) << "the whole region is touched";
 }
 
-TEST(ReferenceMemory, TwoContextsShareOneScratchBufferOneAfterTheOther) {
-  const std::string label = test_label();
+// The LLM engine with a decode context (profile 0) and a prefill context (profile 1) sharing one scratch buffer.
+struct SharedScratch {
+  std::string label = test_label();
   std::unique_ptr<Engine> engine = load_llm(label);
-  AlignedBuffer scratch(engine->device_memory_size());
+  AlignedBuffer scratch{engine->device_memory_size()};
   std::unique_ptr<ExecutionContext> decode = new_context(*engine, {/*user_managed_memory=*/true});
   std::unique_ptr<ExecutionContext> prefill = new_context(*engine, {/*user_managed_memory=*/true});
+
+  // Gives both contexts the buffer and binds prefill's to its profile.
+  void share(Diagnostic& why) {
+    ASSERT_EQ(decode->set_device_memory(scratch.data, scratch.size, why), Error::Ok) << why.c_str();
+    ASSERT_EQ(prefill->set_device_memory(scratch.data, scratch.size, why), Error::Ok) << why.c_str();
+    ASSERT_EQ(prefill->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
+  }
+};
+
+TEST(ReferenceMemory, TwoContextsShareOneScratchBufferOneAfterTheOther) {
+  SharedScratch shared;
   Diagnostic why;
-  ASSERT_EQ(decode->set_device_memory(scratch.data, scratch.size, why), Error::Ok) << why.c_str();
-  ASSERT_EQ(prefill->set_device_memory(scratch.data, scratch.size, why), Error::Ok) << why.c_str();
-  ASSERT_EQ(prefill->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
+  ASSERT_NO_FATAL_FAILURE(shared.share(why));
+  const std::string& label = shared.label;
+  ExecutionContext* decode = shared.decode.get();
+  ExecutionContext* prefill = shared.prefill.get();
 
   AlignedVector<int64_t> prompt = {5, 4, 3, 2, 1, 0, 1, 2}, token = {3};
   AlignedVector<float> logits;
@@ -165,15 +178,12 @@ TEST(ReferenceMemory, TwoContextsShareOneScratchBufferOneAfterTheOther) {
 }
 
 TEST(ReferenceMemory, ContextsSharingScratchMustNotEnqueueAtTheSameTime) {
-  const std::string label = test_label();
-  std::unique_ptr<Engine> engine = load_llm(label);
-  AlignedBuffer scratch(engine->device_memory_size());
-  std::unique_ptr<ExecutionContext> decode = new_context(*engine, {/*user_managed_memory=*/true});
-  std::unique_ptr<ExecutionContext> prefill = new_context(*engine, {/*user_managed_memory=*/true});
+  SharedScratch shared;
   Diagnostic why;
-  ASSERT_EQ(decode->set_device_memory(scratch.data, scratch.size, why), Error::Ok) << why.c_str();
-  ASSERT_EQ(prefill->set_device_memory(scratch.data, scratch.size, why), Error::Ok) << why.c_str();
-  ASSERT_EQ(prefill->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
+  ASSERT_NO_FATAL_FAILURE(shared.share(why));
+  const std::string& label = shared.label;
+  ExecutionContext* decode = shared.decode.get();
+  ExecutionContext* prefill = shared.prefill.get();
   AlignedVector<int64_t> prompt = {1, 2}, token = {3};
   AlignedVector<float> prompt_logits, token_logits;
   ASSERT_EQ(prefill->set_input_shape(0, make_shape({1, 2}), why), Error::Ok) << why.c_str();
