@@ -1,4 +1,4 @@
-"""Generates the shared blob test vectors from python/etrt/blob.py.
+"""Generates the shared blob test vectors from python/etrt/blob/.
 
     .venv/bin/python tests/vectors/blob/make_vectors.py [OUT_DIR]
 

@@ -8,7 +8,7 @@ a reader must decode from them: every field, the ops, and the scratch size
 getDeviceMemorySizeV2() reports). Under invalid/ it writes engines the runtime
 refuses and invalid.json, which gives for each the complete message both
 readers must give: the C++ deserializer (tests/engine/format_test.cpp, every
-vector through deserialize_model) and python/etrt/reference_engine.py
+vector through deserialize_model) and python/etrt/reference_engine/
 (tests/python/test_reference_engine.py). The messages are the Python reader's,
 each checked here to contain the fragment that names the rule the case breaks;
 the C++ test then holds the runtime to the same words. The pytest reruns this

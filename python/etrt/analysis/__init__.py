@@ -1,0 +1,42 @@
+"""What a program's delegates are, decoded as far as they can be: the model
+that :mod:`etrt.validate` checks and :mod:`etrt.inspect_pte` reports.
+
+:func:`load_program` reads a source (a ``.pte`` path or bytes, an object with
+a ``.buffer``, a :func:`etrt.pte.read_pte` dict); :func:`analyze_pte` decodes
+every delegate of it (:class:`DelegateInfo`: where it sits, its blob header
+and metadata, signature, reference engine, and the tensors each call passes);
+:func:`lowered_modules` and :func:`decode_blob` do the same for lowered
+delegates before serialization. :func:`describe_aliases` resolves a
+delegate's in-place aliases as the runtime does at load.
+
+Modules:
+
+* :mod:`etrt.analysis.delegates` -- :class:`DelegateInfo` and where a delegate sits;
+* :mod:`etrt.analysis.program` -- loading a program, decoding its delegates;
+* :mod:`etrt.analysis.aliases` -- :func:`describe_aliases`;
+* :mod:`etrt.analysis.text` -- :func:`printable`, :func:`parse_byte_count`.
+"""
+
+from .aliases import AliasView, describe_aliases
+from .delegates import BACKEND_ID, DelegateCall, DelegateInfo, DelegateRef, TensorArg
+from .program import analyze_pte, decode_blob, load_program, lowered_modules, tensor_args
+from .text import MAX_BYTE_COUNT, WEIGHT_STREAMING_BUDGET, parse_byte_count, printable
+
+__all__ = [
+    "AliasView",
+    "BACKEND_ID",
+    "DelegateCall",
+    "DelegateInfo",
+    "DelegateRef",
+    "MAX_BYTE_COUNT",
+    "TensorArg",
+    "WEIGHT_STREAMING_BUDGET",
+    "analyze_pte",
+    "decode_blob",
+    "describe_aliases",
+    "load_program",
+    "lowered_modules",
+    "parse_byte_count",
+    "printable",
+    "tensor_args",
+]

@@ -1,0 +1,144 @@
+"""The blob's format: header layout and magics, the limits both readers
+enforce, :class:`BlobError` and its message helpers, and the metadata
+dataclasses (:class:`Metadata` and what it holds)."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+MAGIC_TR01 = b"TR01"
+MAGIC_TR02 = b"TR02"
+HEADER_FORMAT = "<4sIIIQ8s"
+HEADER_SIZE = struct.calcsize(HEADER_FORMAT)
+ENGINE_ALIGNMENT = 16
+# Upstream's writer puts 1 in the first reserved byte; mirrored so bytes match.
+RESERVED = b"\x01" + b"\x00" * 7
+# What upstream's readers give an aliased_io entry without "kind" (or with "").
+ALIAS_KIND_KV_CACHE_UPDATE = "kv_cache_update"
+# An output the exporter declares written into an input (not tracked by TensorRT).
+ALIAS_KIND_USER = "user"
+# The kinds the runtime accepts; the readers keep any other kind so tools can
+# show it, and the runtime refuses the delegate at load.
+ALIAS_KINDS = (ALIAS_KIND_KV_CACHE_UPDATE, ALIAS_KIND_USER)
+# TensorRT's Dims holds at most 8 dimensions.
+MAX_SIGNATURE_RANK = 8
+# Upper limits (src/blob/metadata.h and blob.h, docs/limits.md): far above any
+# real engine. The reader checks each count before it builds anything sized by
+# it; validate_metadata holds written metadata to the same numbers.
+MAX_METADATA_SIZE = 16 * 2**20
+MAX_IO_BINDINGS = 16384  # io_bindings entries, and profile_signature.inputs
+MAX_ALIASES = 16384
+MAX_PROFILES = 256  # profile_signature.num_profiles
+MAX_SYMBOLIC_DIMS = 8 * MAX_IO_BINDINGS
+MAX_PROFILE_ENTRIES = 65536  # signature inputs x profiles, symbolic dims x profiles
+MAX_NAME_LENGTH = 4096  # bytes of a binding name or dtype, alias output/input/kind, signature names
+
+_INT64 = (-(2**63), 2**63 - 1)
+_INT32 = (-(2**31), 2**31 - 1)
+_U32_MAX = 2**32 - 1
+_U64_MAX = 2**64 - 1
+
+
+class BlobError(ValueError):
+    """A blob or metadata that etrt will not read; the message says why and what to do."""
+
+
+@dataclass
+class IoBinding:
+    name: str
+    dtype: str = ""  # informational; upstream often leaves it ""
+    shape: List[int] = field(default_factory=list)  # informational; -1 marks a dynamic dim
+    is_input: bool = True  # upstream's default
+
+
+@dataclass
+class AliasedIo:
+    output: str
+    input: str
+    kind: str = ALIAS_KIND_KV_CACHE_UPDATE
+
+
+@dataclass
+class ProfileBounds:
+    min: List[int]
+    opt: List[int]
+    max: List[int]
+
+
+@dataclass
+class SignatureInput:
+    name: str
+    profiles: List[ProfileBounds] = field(default_factory=list)  # one per profile index
+
+
+@dataclass
+class SymbolicDim:
+    name: str
+    input: str
+    dim: int
+    ranges: List[Tuple[int, int]] = field(default_factory=list)  # one [lo, hi] per profile index
+
+
+@dataclass
+class ProfileSignature:
+    num_profiles: int = 1
+    inputs: List[SignatureInput] = field(default_factory=list)
+    symbolic_dims: List[SymbolicDim] = field(default_factory=list)
+
+
+@dataclass
+class Metadata:
+    # The engine's IO tensors; inputs and outputs may interleave (see arguments()).
+    # Empty: the runtime takes the engine's own IO tensors.
+    io_bindings: List[IoBinding] = field(default_factory=list)
+    aliased_io: List[AliasedIo] = field(default_factory=list)
+    hardware_compatible: bool = False
+    device_id: int = 0
+    serialized_metadata: str = ""
+    target_platform: str = ""
+    profile_signature: Optional[ProfileSignature] = None
+
+    @property
+    def num_inputs(self) -> int:
+        return sum(1 for b in self.io_bindings if b.is_input)
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.io_bindings) - self.num_inputs
+
+    def arguments(self) -> List[IoBinding]:
+        """The bindings in the delegate's argument order: the inputs in their
+        listed order, then the outputs in theirs."""
+        return [b for b in self.io_bindings if b.is_input] + [b for b in self.io_bindings if not b.is_input]
+
+
+# --------------------------------------------------------------------------
+# Messages
+
+
+def _fail(message: str) -> BlobError:
+    return BlobError("TensorRT blob: " + message)
+
+
+def escape_name(name: str) -> str:
+    r"""A name as messages quote it, as the C++ reader does: control
+    characters and DEL as ``\xNN``, a backslash as ``\\``."""
+    if all(0x20 <= ord(c) < 0x7F and c != "\\" for c in name):
+        return name
+    return "".join("\\\\" if c == "\\" else f"\\x{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7F else c
+                   for c in name)
+
+
+def _quoted(name: str) -> str:
+    return f"'{escape_name(name)}'"
+
+
+def _too_many_entries(path: str, n: int, limit: int) -> BlobError:
+    return _fail(f"metadata field '{path}' has {n} entries, above the limit of {limit}; re-export the model")
+
+
+def _too_many_profile_entries(what: str, n: int, profiles: int) -> BlobError:
+    return _fail(f"profile_signature has {n} {what} x {profiles} profiles = {n * profiles} entries, above the limit "
+                 f"of {MAX_PROFILE_ENTRIES}; re-export the model")

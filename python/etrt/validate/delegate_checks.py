@@ -1,0 +1,174 @@
+"""Per-delegate checks: the blob, its signature, its aliases, its compile
+specs, and the blob against a reference engine."""
+
+from __future__ import annotations
+
+from typing import Dict
+
+from .. import dtypes
+from ..analysis import (MAX_BYTE_COUNT, WEIGHT_STREAMING_BUDGET, AliasView, DelegateInfo, describe_aliases,
+                        parse_byte_count)
+from ..signature import format_shape
+from .result import ERROR, INFO, WARNING
+
+
+def _show_bytes(value: bytes) -> str:
+    if not value:
+        return "empty"
+    text = "".join(chr(c) if 0x20 <= c < 0x7F and c not in (0x27, 0x5C) else f"\\x{c:02x}" for c in value[:64])
+    return f"'{text}'" + (f"... ({len(value)} bytes)" if len(value) > 64 else "")
+
+
+class _DelegateChecks:
+    """The checks of each TensorRT delegate (:meth:`check_one`); mixed into
+    :class:`etrt.validate.checker._Checker`, whose ``add`` records a finding."""
+
+    def check_one(self, d: DelegateInfo) -> None:
+        label = d.ref.label
+        if self.plans is not None and not d.calls:
+            self.add(INFO, "never-called", f"{label} is never called by its method's instructions", d)
+        if d.blob_error is not None:
+            self.add(ERROR, "corrupt-blob", f"{label}: {d.blob_error}", d)
+            return
+        if d.engine_error is not None:
+            self.add(ERROR, "corrupt-engine", f"{label}: {d.engine_error}; re-export the model", d)
+            return
+        if d.signature_error is not None:
+            self.add(ERROR, "signature-inconsistent",
+                     f"{label}: its profile_signature is not usable: {d.signature_error}; re-export the model", d)
+        sig = d.blob_signature
+        if sig is not None:
+            for problem in sig.problems():
+                self.add(ERROR, "signature-inconsistent",
+                         f"{label}: its profile_signature contradicts itself: {problem}; regenerate the signature "
+                         "from the engine's profiles (etrt.signature.Signature.from_torch_trt derives symbol ranges "
+                         "from the bounds)", d)
+            described = set(sig.input_names)
+            missing = [b.name for b in d.input_bindings() if b.name not in described]
+            if missing:
+                self.add(WARNING, "signature-partial",
+                         f"{label}: its profile_signature does not describe input(s) "
+                         f"{', '.join(repr(n) for n in missing)}; their bounds are not checked. Describe every "
+                         "engine input in the signature", d)
+        self.check_aliases(d)
+        self.check_compile_specs(d)
+        if d.reference_engine is not None:
+            self.check_engine(d)
+        elif sig is None:
+            dyn = [b.name for b in d.input_bindings() if -1 in b.shape]
+            hint = (f" Its io_bindings mark dynamic dims on {', '.join(repr(n) for n in dyn)}; if the engine has "
+                    "one profile, pins N > 0 will fail on it at run time." if dyn else "")
+            self.add(INFO, "unverifiable",
+                     f"{label} carries no profile_signature and its engine is an opaque TensorRT plan, so its "
+                     f"profiles cannot be checked at export time.{hint} Re-export it with a signature "
+                     "(etrt.signature, or 'profiles' in the IO description of 'etrt pack')", d)
+        if d.tensor_args is not None or d.calls:
+            self.check_calls(d)
+
+    def check_aliases(self, d: DelegateInfo) -> None:
+        """aliased_io as the runtime resolves it at load (see :func:`describe_aliases`)."""
+        views = describe_aliases(d)
+        for v in views:
+            if v.status == "refused":
+                self.add(ERROR, v.code or "alias-refused", f"{d.ref.label}: {v.problem}", d)
+        # An input takes one aliased output at most.
+        writer: Dict[str, AliasView] = {}
+        for v in views:
+            if v.status == "refused":
+                continue  # already an error; the runtime stops there
+            first = writer.setdefault(v.input, v)
+            if first is not v:
+                def source(x: AliasView) -> str:
+                    return f"aliased_io[{x.index}]" if x.index is not None else "the engine's kv_cache_update"
+                self.add(ERROR, "alias-conflict",
+                         f"{d.ref.label}: input '{v.input}' is written in place by output '{first.output}' "
+                         f"({source(first)}) and by output '{v.output}' ({source(v)}); an input takes one aliased "
+                         "output at most, so the runtime refuses this delegate at load (InvalidProgram). "
+                         "Re-export the model", d)
+
+    def check_compile_specs(self, d: DelegateInfo) -> None:
+        """The compile specs the runtime reads: weight_streaming_budget, at most once, a byte count."""
+        specs = d.compile_spec_list if d.compile_spec_list is not None else list(d.compile_specs.items())
+        budgets = [v for k, v in specs if k == WEIGHT_STREAMING_BUDGET]
+        if len(budgets) > 1:
+            self.add(ERROR, "bad-compile-spec",
+                     f"{d.ref.label}: the '{WEIGHT_STREAMING_BUDGET}' compile spec appears {len(budgets)} times ("
+                     + ", ".join(_show_bytes(v) for v in budgets) + "); the runtime refuses a delegate with more "
+                     "than one (InvalidProgram). Re-export with one budget", d)
+            return
+        if not budgets:
+            return
+        value = budgets[0]
+        n = parse_byte_count(value)
+        if n is None:
+            self.add(ERROR, "bad-compile-spec",
+                     f"{d.ref.label}: compile spec '{WEIGHT_STREAMING_BUDGET}' is {_show_bytes(value)}, not a byte "
+                     "count; the runtime refuses the delegate at load (InvalidProgram). The value must be one or "
+                     f"more ASCII decimal digits (no sign, space, NUL or decimal point), at most {MAX_BYTE_COUNT} "
+                     "bytes: re-export with a valid budget, e.g. '1073741824' for 1 GiB", d)
+        elif d.reference_engine is not None and not d.reference_engine.streamable_weights:
+            self.add(INFO, "weight-streaming-ignored",
+                     f"{d.ref.label}: its weight_streaming_budget of {n} bytes is ignored at load: the engine has no "
+                     "streamable weights (it was not built with weight streaming), so all its weights stay on the "
+                     "device", d)
+
+    def check_engine(self, d: DelegateInfo) -> None:
+        """A reference engine can be read here: compare it with the blob."""
+        label, eng, md = d.ref.label, d.reference_engine, d.metadata
+        assert eng is not None and md is not None
+        by_name = {t.name: t for t in eng.io}
+        problems = []
+        # Empty io_bindings: the runtime takes the engine's own IO tensors.
+        if md.io_bindings and len(eng.io) != len(md.io_bindings):
+            problems.append(f"the blob describes {len(md.io_bindings)} IO tensors, the engine has {len(eng.io)}")
+        for b in md.io_bindings:
+            t = by_name.get(b.name)
+            if t is None:
+                problems.append(f"the blob names IO tensor '{b.name}', which the engine does not have")
+            elif t.is_input != b.is_input:
+                problems.append(f"'{b.name}' is an {'input' if b.is_input else 'output'} in the blob but an "
+                                f"{'input' if t.is_input else 'output'} of the engine")
+            elif b.dtype and dtypes.normalize(b.dtype) != t.dtype:
+                problems.append(f"'{b.name}' is {b.dtype} in the blob but {t.dtype} in the engine")
+        for t in eng.inputs:
+            if t.is_shape_tensor:
+                problems.append(f"input '{t.name}' is a TensorRT shape tensor, which etrt does not support as "
+                                "delegate IO")
+        for t in eng.io:
+            if t.on_host and not t.is_shape_tensor:
+                problems.append(f"'{t.name}' is placed on the host (getTensorLocation returned kHOST) and is not a "
+                                "shape tensor; etrt binds device memory only")
+            if t.data_dependent:
+                problems.append(f"output '{t.name}' has a data-dependent shape, which etrt cannot size before "
+                                "running")
+        if problems:
+            self.add(ERROR, "engine-mismatch",
+                     f"{label}: the blob and its reference engine do not belong together ("
+                     + "; ".join(problems) + "); the runtime refuses it at init. Re-export the model", d)
+        sig = d.blob_signature
+        if sig is None:
+            return
+        engine_sig = d.engine_signature()
+        if engine_sig is None:
+            return
+        diffs = []
+        if sig.num_profiles != engine_sig.num_profiles:
+            diffs.append(f"the signature has {sig.num_profiles} profiles, the engine {engine_sig.num_profiles}")
+        else:
+            engine_inputs = set(engine_sig.input_names)
+            for inp in sig.inputs:
+                if inp.name not in engine_inputs:
+                    diffs.append(f"the signature describes input '{inp.name}', which the engine does not have")
+                    continue
+                actual = engine_sig.input(inp.name)
+                for p, (want, have) in enumerate(zip(inp.profiles, actual.profiles)):
+                    if want != have:
+                        diffs.append(f"profile {p} input '{inp.name}': signature min {format_shape(want.min)} opt "
+                                     f"{format_shape(want.opt)} max {format_shape(want.max)}, engine min "
+                                     f"{format_shape(have.min)} opt {format_shape(have.opt)} max "
+                                     f"{format_shape(have.max)}")
+        if diffs:
+            self.add(ERROR, "signature-engine-mismatch",
+                     f"{label}: its profile_signature disagrees with the engine's own profiles ("
+                     + "; ".join(diffs) + "); the runtime refuses it at init. Regenerate the signature from the "
+                     "engine that is packed", d)
