@@ -111,8 +111,8 @@ class Delegate {
   void size_execution_scratch();
 
   // ---- one execution (delegate_executor.cpp), in order ----
-  Error run_steps(const ThreadState& thread, DeviceCall& device, executorch::runtime::Span<executorch::runtime::EValue*> args,
-                  Outcome* outcome);
+  Error run_steps(const ThreadState& thread, DeviceCall& device,
+                  executorch::runtime::Span<executorch::runtime::EValue*> args, Outcome* outcome);
   ProfileRequest read_request(const ThreadState& thread) const;
   Error collect_tensors(executorch::runtime::Span<executorch::runtime::EValue*> args);
   Error collect_input_shapes();

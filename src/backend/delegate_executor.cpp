@@ -45,8 +45,8 @@ const char* format_shape(const Shape& s, char (&out)[128]) {
 
 Error refuse_dtype(Diagnostic& why, const IoSlot& slot, const Tensor& t, const char* role) {
   return fail(why, Error::InvalidArgument,
-              "%s '%s' is %s in the engine, but the tensor passed has ExecuTorch scalar type %d; pass a %s tensor", role,
-              slot.display_name.c_str(), engine::to_string(slot.dtype), static_cast<int>(t.scalar_type()),
+              "%s '%s' is %s in the engine, but the tensor passed has ExecuTorch scalar type %d; pass a %s tensor",
+              role, slot.display_name.c_str(), engine::to_string(slot.dtype), static_cast<int>(t.scalar_type()),
               engine::to_string(slot.dtype));
 }
 
@@ -58,12 +58,12 @@ inline Error check_dtype(Diagnostic& why, const IoSlot& slot, const Tensor& t, c
 
 Error Delegate::execute(Span<EValue*> args) {
   const NvtxRange range("etrt execute");
-  const std::lock_guard<DelegateLock> lock(lock_);                      // 1. lock
+  const std::lock_guard<DelegateLock> lock(lock_);  // 1. lock
   ThreadState& thread = thread_state();  // one thread-local lookup for the request, the error flag and the report
   thread.has_error = false;              // etrt::clear_last_error()
   DeviceCall device(device_, name_, why_);
   Outcome outcome;
-  Error status = device.begin();                                        // 2. wait for the previous in-flight work
+  Error status = device.begin();  // 2. wait for the previous in-flight work
   if (status == Error::Ok) status = run_steps(thread, device, args, &outcome);
   // Before the lock is released: the next execution must find this one's in-flight event recorded.
   status = device.end(status);
@@ -72,9 +72,10 @@ Error Delegate::execute(Span<EValue*> args) {
 
 // Steps 3-8, after the wait for in-flight work; `device` carries the stream. The steps below are inlined into it
 // (flatten): as separate calls they cost a tenth of etrt's per-forward() instructions (docs/host-cost.md).
-ETRT_FLATTEN inline Error Delegate::run_steps(const ThreadState& thread, DeviceCall& device, Span<EValue*> args, Outcome* outcome) {
-  const ProfileRequest request = read_request(thread);                  // 3. the request
-  Error status = collect_tensors(args);                                 // 4. tensors and input shapes
+ETRT_FLATTEN inline Error Delegate::run_steps(const ThreadState& thread, DeviceCall& device, Span<EValue*> args,
+                                              Outcome* outcome) {
+  const ProfileRequest request = read_request(thread);  // 3. the request
+  Error status = collect_tensors(args);                 // 4. tensors and input shapes
   if (status == Error::Ok) status = collect_input_shapes();
   profile::Choice choice;
   if (status == Error::Ok) status = choose_and_validate(request, &choice);  // 5. choose and validate
@@ -84,11 +85,11 @@ ETRT_FLATTEN inline Error Delegate::run_steps(const ThreadState& thread, DeviceC
 
   // Validation passed: from here on the engine's state changes, on the execution stream.
   Target target;
-  status = switch_profile(choice.profile, device, &target, outcome);   // 6. switch
+  status = switch_profile(choice.profile, device, &target, outcome);  // 6. switch
   if (status != Error::Ok) return status;
-  status = set_shapes_and_infer_outputs(target, choice.profile);       // 7. shapes, inferred outputs, resize
+  status = set_shapes_and_infer_outputs(target, choice.profile);  // 7. shapes, inferred outputs, resize
   if (status == Error::Ok) status = resize_outputs(*target.cache, choice.profile);
-  if (status == Error::Ok) status = bind(target, device);              // 8. bind, enqueue, copy back
+  if (status == Error::Ok) status = bind(target, device);  // 8. bind, enqueue, copy back
   if (status == Error::Ok) status = enqueue(target, device, choice.profile);
   if (status == Error::Ok) status = finish_outputs(target, device);
   return status;
@@ -189,7 +190,7 @@ inline Error Delegate::switch_profile(int32_t profile, DeviceCall& device, Targe
     outcome->switched = profile != active_profile_;
   } else if (target->context->optimization_profile() != profile) {
     const NvtxRange range("etrt switch profile");
-    device.issued();         // the switch may have put work on the stream even if it then failed
+    device.issued();          // the switch may have put work on the stream even if it then failed
     target->cache->forget();  // after a switch every input shape must be set again
     const int32_t from = target->context->optimization_profile();
     const Error status = target->context->set_optimization_profile(profile, device.stream(), why_);
@@ -238,8 +239,8 @@ inline Error Delegate::set_shapes_and_infer_outputs(const Target& target, int32_
     if (out != nullptr && output_capacity_[o] < 0) output_capacity_[o] = static_cast<int64_t>(out->numel());
     Shape& inferred = cache.output_shapes[o];
     if (target.context->tensor_shape(slot.engine_index, &inferred, why_) != Error::Ok) {
-      why_.prepend("the engine could not infer the shape of output '%s' under profile %d: ",
-                   slot.display_name.c_str(), profile);
+      why_.prepend("the engine could not infer the shape of output '%s' under profile %d: ", slot.display_name.c_str(),
+                   profile);
       return Error::Internal;
     }
     char text[128];
@@ -351,8 +352,7 @@ inline Error Delegate::enqueue(const Target& target, DeviceCall& device, int32_t
   device.issued();  // a failed enqueue may still have left work on the stream
   GraphSet* graphs = device_.graphs.empty() ? nullptr : &device_.graphs[target.index];
   const NvtxRange range("etrt enqueue");
-  const Error status =
-      device.enqueue(*target.context, graphs, cache.ran, profile, cache.input_shapes, cache.addresses);
+  const Error status = device.enqueue(*target.context, graphs, cache.ran, profile, cache.input_shapes, cache.addresses);
   // InvalidArgument when the engine blamed the data (a token id outside the vocabulary): the caller's argument.
   cache.ran = status == Error::Ok;
   return status;

@@ -188,8 +188,7 @@ Error Delegate::bind_io(const blob::Metadata& metadata, Diagnostic& why) {
   if (metadata.io_bindings.empty()) {
     const Error status = slots_from_engine(engine, &inputs_, &outputs_, why);
     if (status != Error::Ok) return status;
-    ET_LOG(Info,
-           "TensorRT delegate %s: the blob lists no io_bindings; took %zu inputs and %zu outputs from the engine",
+    ET_LOG(Info, "TensorRT delegate %s: the blob lists no io_bindings; took %zu inputs and %zu outputs from the engine",
            name_, inputs_.size(), outputs_.size());
     return Error::Ok;
   }
@@ -340,7 +339,7 @@ Error Delegate::create_contexts(engine::StreamHandle stream, Diagnostic& why) {
   engine::Engine& engine = *engine_;
   const int32_t n_profiles = engine.num_profiles();
   strategy_ = options_.strategy == ProfileStrategy::kContextPerProfile && n_profiles > 1 ? Strategy::kContextPerProfile
-                                                                                          : Strategy::kSwitch;
+                                                                                         : Strategy::kSwitch;
   if (strategy_ == Strategy::kSwitch) {
     std::unique_ptr<engine::ExecutionContext> context;
     const Error status = engine.create_context(engine::ContextOptions{}, &context, why);

@@ -96,9 +96,9 @@ Error apply_load_option(const RawOption& o, LoadOptions* options, Diagnostic& wh
     }
     return Error::InvalidArgument;
   }
-  return fail(why, Error::InvalidArgument, "TensorRTBackend has no load option '%s'; known options: %s, %s, %s, %s, %s.",
-              o.key, kOptionAutoSelect, kOptionAutoPolicy, kOptionProfileStrategy, kOptionWeightStreamingBudget,
-              kOptionCudaGraphs);
+  return fail(why, Error::InvalidArgument,
+              "TensorRTBackend has no load option '%s'; known options: %s, %s, %s, %s, %s.", o.key, kOptionAutoSelect,
+              kOptionAutoPolicy, kOptionProfileStrategy, kOptionWeightStreamingBudget, kOptionCudaGraphs);
 }
 
 bool parse_byte_count(const char* text, size_t length, int64_t* bytes) {

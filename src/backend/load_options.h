@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <executorch/runtime/backend/options.h>
 #include <executorch/runtime/backend/interface.h>
+#include <executorch/runtime/backend/options.h>
 #include <executorch/runtime/core/span.h>
 
 #include "common/error.h"

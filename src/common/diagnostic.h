@@ -26,7 +26,9 @@ class Diagnostic {
   static constexpr size_t kCapacity = 4096;
 
   /// Starts empty. Only the first byte is written: constructing one per execute() costs nothing measurable.
-  Diagnostic() noexcept { clear(); }  // NOLINT(cppcoreguidelines-pro-type-member-init): the rest of text_ stays unwritten on purpose
+  Diagnostic() noexcept {
+    clear();
+  }  // NOLINT(cppcoreguidelines-pro-type-member-init): the rest of text_ stays unwritten on purpose
 
   /// Forgets the text.
   void clear() noexcept {

@@ -163,8 +163,7 @@ TEST_F(ReferenceFault, SetInputShape) {
   inject_fault(Call::kSetInputShape, 1, label_);
   // The adapter reports every setInputShape refusal as the caller's shape, whatever TensorRT's error code.
   EXPECT_EQ(context_->set_input_shape(0, make_shape({1, 3}), why_), Error::InvalidArgument);
-  EXPECT_TRUE(has(why_.c_str(), "setInputShape('ids', [1, 3]) under profile 1 failed: injected fault"))
-      << why_.c_str();
+  EXPECT_TRUE(has(why_.c_str(), "setInputShape('ids', [1, 3]) under profile 1 failed: injected fault")) << why_.c_str();
   EXPECT_EQ(faults_fired(), fired + 1);
   expect_refusal_traced(TraceKind::kSetInputShape);
   Shape ids;

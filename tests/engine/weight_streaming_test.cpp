@@ -35,8 +35,9 @@ TEST(WeightStreaming, BudgetOutsideZeroToTheStreamableSizeIsRefusedAndChangesNot
   ASSERT_NE(engine, nullptr);
   Diagnostic why;
   EXPECT_EQ(engine->set_weight_streaming_budget(65, why), Error::InvalidArgument);
-  EXPECT_TRUE(has(why.c_str(), "setWeightStreamingBudgetV2(65) failed: setWeightStreamingBudgetV2(65): the "
-                               "budget must be in [0, 64]"))
+  EXPECT_TRUE(has(why.c_str(),
+                  "setWeightStreamingBudgetV2(65) failed: setWeightStreamingBudgetV2(65): the "
+                  "budget must be in [0, 64]"))
       << why.c_str();
   EXPECT_EQ(engine->set_weight_streaming_budget(-1, why), Error::InvalidArgument);
   EXPECT_EQ(engine->weight_streaming_budget(), 64);

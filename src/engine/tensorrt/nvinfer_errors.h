@@ -44,7 +44,8 @@ class LastMessage {
 // Writes "<what the format says>: <what TensorRT reported since `mark`>" and returns `code`.
 inline Error fail_since(Diagnostic& why, Error code, const LastMessage& reported, uint64_t mark, const char* format,
                         ...) ETRT_PRINTF_FORMAT(5, 6);
-inline Error fail_since(Diagnostic& why, Error code, const LastMessage& reported, uint64_t mark, const char* format, ...) {
+inline Error fail_since(Diagnostic& why, Error code, const LastMessage& reported, uint64_t mark, const char* format,
+                        ...) {
   why.clear();
   va_list args;
   va_start(args, format);
@@ -106,6 +107,5 @@ class ErrorRecorder final : public nvinfer1::IErrorRecorder {
   std::atomic<int32_t> reported_{0};
   std::atomic<RefCount> refs_{0};
 };
-
 
 }  // namespace etrt::engine::tensorrt

@@ -17,17 +17,28 @@ const char* trt_type_name(nvinfer1::DataType t) {
   // Cases by value past kINT4, so the enumerators 10.1's header lacks (kFP4 and
   // kE8M0 arrived later) need not be named.
   switch (t) {
-    case nvinfer1::DataType::kFLOAT: return "FLOAT";
-    case nvinfer1::DataType::kHALF: return "HALF";
-    case nvinfer1::DataType::kBF16: return "BF16";
-    case nvinfer1::DataType::kINT8: return "INT8";
-    case nvinfer1::DataType::kUINT8: return "UINT8";
-    case nvinfer1::DataType::kINT32: return "INT32";
-    case nvinfer1::DataType::kINT64: return "INT64";
-    case nvinfer1::DataType::kBOOL: return "BOOL";
-    case nvinfer1::DataType::kFP8: return "FP8";
-    case nvinfer1::DataType::kINT4: return "INT4";
-    default: break;
+    case nvinfer1::DataType::kFLOAT:
+      return "FLOAT";
+    case nvinfer1::DataType::kHALF:
+      return "HALF";
+    case nvinfer1::DataType::kBF16:
+      return "BF16";
+    case nvinfer1::DataType::kINT8:
+      return "INT8";
+    case nvinfer1::DataType::kUINT8:
+      return "UINT8";
+    case nvinfer1::DataType::kINT32:
+      return "INT32";
+    case nvinfer1::DataType::kINT64:
+      return "INT64";
+    case nvinfer1::DataType::kBOOL:
+      return "BOOL";
+    case nvinfer1::DataType::kFP8:
+      return "FP8";
+    case nvinfer1::DataType::kINT4:
+      return "INT4";
+    default:
+      break;
   }
   const int32_t value = static_cast<int32_t>(t);
   if (value == 10) return "FP4";
@@ -37,15 +48,32 @@ const char* trt_type_name(nvinfer1::DataType t) {
 
 bool to_etrt_type(nvinfer1::DataType t, DataType* out) {
   switch (t) {
-    case nvinfer1::DataType::kFLOAT: *out = DataType::kFloat32; return true;
-    case nvinfer1::DataType::kHALF: *out = DataType::kFloat16; return true;
-    case nvinfer1::DataType::kBF16: *out = DataType::kBFloat16; return true;
-    case nvinfer1::DataType::kINT8: *out = DataType::kInt8; return true;
-    case nvinfer1::DataType::kUINT8: *out = DataType::kUInt8; return true;
-    case nvinfer1::DataType::kINT32: *out = DataType::kInt32; return true;
-    case nvinfer1::DataType::kINT64: *out = DataType::kInt64; return true;
-    case nvinfer1::DataType::kBOOL: *out = DataType::kBool; return true;
-    default: return false;
+    case nvinfer1::DataType::kFLOAT:
+      *out = DataType::kFloat32;
+      return true;
+    case nvinfer1::DataType::kHALF:
+      *out = DataType::kFloat16;
+      return true;
+    case nvinfer1::DataType::kBF16:
+      *out = DataType::kBFloat16;
+      return true;
+    case nvinfer1::DataType::kINT8:
+      *out = DataType::kInt8;
+      return true;
+    case nvinfer1::DataType::kUINT8:
+      *out = DataType::kUInt8;
+      return true;
+    case nvinfer1::DataType::kINT32:
+      *out = DataType::kInt32;
+      return true;
+    case nvinfer1::DataType::kINT64:
+      *out = DataType::kInt64;
+      return true;
+    case nvinfer1::DataType::kBOOL:
+      *out = DataType::kBool;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -129,8 +157,9 @@ Error describe_io(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io, Di
 
     const nvinfer1::Dims dims = engine.getTensorShape(name);
     if (dims.nbDims < 0 || dims.nbDims > kMaxRank) {
-      return fail(why, Error::Internal, "engine IO tensor %d '%s' has no usable shape (getTensorShape returned rank %d)",
-                  i, shown, dims.nbDims);
+      return fail(why, Error::Internal,
+                  "engine IO tensor %d '%s' has no usable shape (getTensorShape returned rank %d)", i, shown,
+                  dims.nbDims);
     }
     desc.shape = to_shape(dims);
     desc.is_shape_tensor = engine.isShapeInferenceIO(name);

@@ -146,9 +146,10 @@ class TensorRTContext final : public ExecutionContext {
                               ? std::numeric_limits<int64_t>::max()
                               : static_cast<int64_t>(size);
     if (given < needed || (memory == nullptr && needed > 0)) {
-      return fail(why, Error::InvalidArgument,
-                  "scratch memory of %zu bytes at %s is not enough: the engine needs %lld bytes (getDeviceMemorySizeV2)",
-                  size, memory != nullptr ? "a device address" : "nullptr", static_cast<long long>(needed));
+      return fail(
+          why, Error::InvalidArgument,
+          "scratch memory of %zu bytes at %s is not enough: the engine needs %lld bytes (getDeviceMemorySizeV2)", size,
+          memory != nullptr ? "a device address" : "nullptr", static_cast<long long>(needed));
     }
     const uint64_t mark = recorder_.errors().mark();
     context_->setDeviceMemoryV2(memory, given);  // returns nothing; a problem reaches the recorder
@@ -230,8 +231,9 @@ class TensorRTEngine final : public Engine {
     for (int k = 0; k < 3; ++k) {
       const nvinfer1::Dims dims = loaded_->engine->getProfileShape(desc.name.c_str(), profile, selectors[k]);
       if (dims.nbDims < 0 || dims.nbDims > kMaxRank) {
-        return fail_since(why, Error::Internal, loaded_->logger.errors(), mark, "getProfileShape('%s', %d) returned rank %d",
-                          desc.display_name.c_str(), profile, dims.nbDims);
+        return fail_since(why, Error::Internal, loaded_->logger.errors(), mark,
+                          "getProfileShape('%s', %d) returned rank %d", desc.display_name.c_str(), profile,
+                          dims.nbDims);
       }
       if (outs[k] != nullptr) *outs[k] = to_shape(dims);
     }
@@ -263,10 +265,9 @@ class TensorRTEngine final : public Engine {
     const uint64_t mark = loaded_->logger.errors().mark();
     auto context = std::make_unique<TensorRTContext>(loaded_);
     if (!context->create(options.user_managed_memory)) {
-      return fail_since(why, Error::Internal, loaded_->logger.errors(), mark,
-                        "createExecutionContext(%s) on device %lld failed",
-                        options.user_managed_memory ? "kUSER_MANAGED" : "kSTATIC",
-                        static_cast<long long>(loaded_->device_id));
+      return fail_since(
+          why, Error::Internal, loaded_->logger.errors(), mark, "createExecutionContext(%s) on device %lld failed",
+          options.user_managed_memory ? "kUSER_MANAGED" : "kSTATIC", static_cast<long long>(loaded_->device_id));
     }
     *out = std::move(context);
     return Error::Ok;
