@@ -20,10 +20,7 @@ Registry& registry() {
 
 }  // namespace
 
-std::atomic<int32_t>& DelegateCounts::last_profile() noexcept {
-  static std::atomic<int32_t> profile{-1};
-  return profile;
-}
+std::atomic<int32_t> DelegateCounts::last_profile_{-1};
 
 DelegateCounts::DelegateCounts() noexcept {
   Registry& r = registry();
@@ -55,7 +52,7 @@ CounterTotals counter_totals() noexcept {
     totals.executions += c->executions_.load(std::memory_order_relaxed);
     totals.switches += c->switches_.load(std::memory_order_relaxed);
   }
-  totals.last_profile = DelegateCounts::last_profile().load(std::memory_order_relaxed);
+  totals.last_profile = DelegateCounts::last_profile_.load(std::memory_order_relaxed);
   return totals;
 }
 

@@ -28,7 +28,7 @@ class DelegateCounts {
   // Only under the delegate's lock.
   void count_execution(int32_t profile) noexcept {
     executions_.store(executions_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    last_profile().store(profile, std::memory_order_relaxed);
+    last_profile_.store(profile, std::memory_order_relaxed);
   }
   void count_switch() noexcept {
     switches_.store(switches_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -36,7 +36,7 @@ class DelegateCounts {
 
  private:
   friend CounterTotals counter_totals() noexcept;
-  static std::atomic<int32_t>& last_profile() noexcept;
+  static std::atomic<int32_t> last_profile_;  // of the latest execution of any delegate
 
   std::atomic<int64_t> executions_{0};
   std::atomic<int64_t> switches_{0};

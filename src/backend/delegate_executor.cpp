@@ -14,13 +14,8 @@
 #include "backend/delegate.h"
 #include "backend/last_error.h"
 #include "backend/nvtx_range.h"
+#include "common/compiler.h"
 #include "etrt/report.h"
-
-#if defined(__GNUC__) || defined(__clang__)
-#define ETRT_FLATTEN __attribute__((flatten))
-#else
-#define ETRT_FLATTEN
-#endif
 
 namespace etrt::backend {
 
@@ -43,7 +38,7 @@ const char* format_shape(const Shape& s, char (&out)[128]) {
   return out;
 }
 
-Error refuse_dtype(Diagnostic& why, const IoSlot& slot, const Tensor& t, const char* role) {
+ETRT_COLD ETRT_NOINLINE Error refuse_dtype(Diagnostic& why, const IoSlot& slot, const Tensor& t, const char* role) {
   return fail(why, Error::InvalidArgument,
               "%s '%s' is %s in the engine, but the tensor passed has ExecuTorch scalar type %d; pass a %s tensor",
               role, slot.display_name.c_str(), engine::to_string(slot.dtype), static_cast<int>(t.scalar_type()),

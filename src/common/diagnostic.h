@@ -11,11 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
-#if defined(__GNUC__) || defined(__clang__)
-#define ETRT_PRINTF_FORMAT(fmt_index, args_index) __attribute__((format(printf, fmt_index, args_index)))
-#else
-#define ETRT_PRINTF_FORMAT(fmt_index, args_index)
-#endif
+#include "common/compiler.h"
 
 namespace etrt {
 
@@ -39,7 +35,7 @@ class Diagnostic {
 
   /// Appends printf-formatted text. When the text would not fit, keeps what fits, ends the buffer with "..." so a
   /// reader sees it was cut, and ignores later appends.
-  void append(const char* format, ...) noexcept ETRT_PRINTF_FORMAT(2, 3) {
+  ETRT_COLD void append(const char* format, ...) noexcept ETRT_PRINTF_FORMAT(2, 3) {
     va_list args;
     va_start(args, format);
     vappend(format, args);
@@ -47,7 +43,7 @@ class Diagnostic {
   }
 
   /// append() with the arguments as a va_list.
-  void vappend(const char* format, va_list args) noexcept {
+  ETRT_COLD void vappend(const char* format, va_list args) noexcept {
     if (truncated_) return;
     const size_t room = kCapacity - length_;  // always >= 1: length_ <= kCapacity - 1
     const int written = std::vsnprintf(text_ + length_, room, format, args);
@@ -71,7 +67,7 @@ class Diagnostic {
 
   /// Puts printf-formatted text in front of what is there: how a caller says where a callee's reason comes from
   /// ("sizing the staging buffers: " + the engine's own words). What no longer fits is cut at the end, as append cuts.
-  void prepend(const char* format, ...) noexcept ETRT_PRINTF_FORMAT(2, 3) {
+  ETRT_COLD void prepend(const char* format, ...) noexcept ETRT_PRINTF_FORMAT(2, 3) {
     char head[kCapacity];
     va_list args;
     va_start(args, format);

@@ -26,7 +26,7 @@ using Error = executorch::runtime::Error;
 
 // Writes the reason and returns `code`, so a failure is one statement: `return fail(why, Error::Internal, ...)`.
 // What `why` held before is replaced: the reason is the callee's, and callers add to it with prepend.
-inline Error fail(Diagnostic& why, Error code, const char* format, ...) noexcept ETRT_PRINTF_FORMAT(3, 4);
+ETRT_COLD inline Error fail(Diagnostic& why, Error code, const char* format, ...) noexcept ETRT_PRINTF_FORMAT(3, 4);
 
 inline Error fail(Diagnostic& why, Error code, const char* format, ...) noexcept {
   why.clear();

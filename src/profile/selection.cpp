@@ -3,13 +3,10 @@
 #include <cinttypes>
 #include <cstring>
 
-// Refusals are rare and long; keeping them out of line keeps the accepting
-// path small enough to stay in the instruction cache of a decode loop.
-#if defined(__GNUC__) || defined(__clang__)
-#define ETRT_COLD __attribute__((cold, noinline))
-#else
-#define ETRT_COLD
-#endif
+#include "common/compiler.h"
+
+// Refusals are rare and long; keeping them out of line (ETRT_COLD, ETRT_NOINLINE) keeps the accepting path small
+// enough to stay in the instruction cache of a decode loop.
 
 namespace etrt::profile {
 
@@ -83,7 +80,7 @@ void append_valid_indices(Diagnostic& why, int32_t num_profiles) {
 
 // ---- refusals (cold); each returns InvalidArgument so callers can `return refuse_...` ----
 
-ETRT_COLD Error refuse_empty(const ProfileTable& table, Diagnostic& why) {
+ETRT_COLD ETRT_NOINLINE Error refuse_empty(const ProfileTable& table, Diagnostic& why) {
   begin(table, why);
   why.append(
       "the profile table is empty (ProfileTable::build() was not called or failed), so no profile can "
@@ -91,7 +88,7 @@ ETRT_COLD Error refuse_empty(const ProfileTable& table, Diagnostic& why) {
   return Error::InvalidArgument;
 }
 
-ETRT_COLD Error refuse_pin_out_of_range(const ProfileTable& table, int32_t index, Diagnostic& why) {
+ETRT_COLD ETRT_NOINLINE Error refuse_pin_out_of_range(const ProfileTable& table, int32_t index, Diagnostic& why) {
   begin(table, why);
   why.append("optimization profile %" PRId32 " was pinned (etrt::OptimizationProfileGuard(%" PRId32
              ")), but this engine has ",
@@ -103,7 +100,7 @@ ETRT_COLD Error refuse_pin_out_of_range(const ProfileTable& table, int32_t index
   return Error::InvalidArgument;
 }
 
-ETRT_COLD Error refuse_pin_on_dynamic_single(const ProfileTable& table, int32_t index, Diagnostic& why) {
+ETRT_COLD ETRT_NOINLINE Error refuse_pin_on_dynamic_single(const ProfileTable& table, int32_t index, Diagnostic& why) {
   const DimRef key = table.distinguishing_dims()[0];
   const ShapeBounds b = table.bounds(0, key.input);
   begin(table, why);
@@ -120,7 +117,7 @@ ETRT_COLD Error refuse_pin_on_dynamic_single(const ProfileTable& table, int32_t 
   return Error::InvalidArgument;
 }
 
-ETRT_COLD Error refuse_input_count(const ProfileTable& table, Span<const Shape> shapes, Diagnostic& why) {
+ETRT_COLD ETRT_NOINLINE Error refuse_input_count(const ProfileTable& table, Span<const Shape> shapes, Diagnostic& why) {
   begin(table, why);
   why.append("got %zu input shapes, but the engine has %" PRId32 " inputs (", shapes.size(), table.num_inputs());
   for (int32_t i = 0; i < table.num_inputs(); ++i) {
@@ -130,7 +127,8 @@ ETRT_COLD Error refuse_input_count(const ProfileTable& table, Span<const Shape> 
   return Error::InvalidArgument;
 }
 
-ETRT_COLD Error refuse_rank(const ProfileTable& table, int32_t input, const Shape& shape, Diagnostic& why) {
+ETRT_COLD ETRT_NOINLINE Error refuse_rank(const ProfileTable& table, int32_t input, const Shape& shape,
+                                          Diagnostic& why) {
   begin(table, why);
   why.append("input '%s' (input %" PRId32 ") has rank %" PRId32 " (shape ", table.input_name(input).c_str(), input,
              shape.rank);
@@ -141,8 +139,8 @@ ETRT_COLD Error refuse_rank(const ProfileTable& table, int32_t input, const Shap
   return Error::InvalidArgument;
 }
 
-ETRT_COLD Error refuse_no_fit(const ProfileTable& table, AutoPolicy policy, int32_t active_profile,
-                              Span<const Shape> shapes, Diagnostic& why) {
+ETRT_COLD ETRT_NOINLINE Error refuse_no_fit(const ProfileTable& table, AutoPolicy policy, int32_t active_profile,
+                                            Span<const Shape> shapes, Diagnostic& why) {
   begin(table, why);
   why.append("no optimization profile accepts these input shapes (automatic selection, policy %s", policy_name(policy));
   if (policy == AutoPolicy::kStickyFirstFit && active_profile >= 0 && active_profile < table.num_profiles()) {
@@ -166,7 +164,7 @@ ETRT_COLD Error refuse_no_fit(const ProfileTable& table, AutoPolicy policy, int3
   return Error::InvalidArgument;
 }
 
-ETRT_COLD Error refuse_profile_index(const ProfileTable& table, int32_t profile, Diagnostic& why) {
+ETRT_COLD ETRT_NOINLINE Error refuse_profile_index(const ProfileTable& table, int32_t profile, Diagnostic& why) {
   begin(table, why);
   why.append("cannot validate inputs against optimization profile %" PRId32 ": this engine has ", profile);
   append_valid_indices(why, table.num_profiles());
@@ -174,8 +172,8 @@ ETRT_COLD Error refuse_profile_index(const ProfileTable& table, int32_t profile,
   return Error::InvalidArgument;
 }
 
-ETRT_COLD Error refuse_dim(const ProfileTable& table, int32_t profile, int32_t input, int32_t dim,
-                           Span<const Shape> shapes, Diagnostic& why) {
+ETRT_COLD ETRT_NOINLINE Error refuse_dim(const ProfileTable& table, int32_t profile, int32_t input, int32_t dim,
+                                         Span<const Shape> shapes, Diagnostic& why) {
   const ShapeBounds b = table.bounds(profile, input);
   const char* name = table.input_name(input).c_str();
   begin(table, why);

@@ -42,8 +42,8 @@ class LastMessage {
 };
 
 // Writes "<what the format says>: <what TensorRT reported since `mark`>" and returns `code`.
-inline Error fail_since(Diagnostic& why, Error code, const LastMessage& reported, uint64_t mark, const char* format,
-                        ...) ETRT_PRINTF_FORMAT(5, 6);
+ETRT_COLD inline Error fail_since(Diagnostic& why, Error code, const LastMessage& reported, uint64_t mark,
+                                  const char* format, ...) ETRT_PRINTF_FORMAT(5, 6);
 inline Error fail_since(Diagnostic& why, Error code, const LastMessage& reported, uint64_t mark, const char* format,
                         ...) {
   why.clear();
