@@ -105,7 +105,7 @@ Error DeviceBuffer::allocate(engine::MemoryKind kind, size_t bytes, Diagnostic& 
 // ---- DeviceState, load and destroy ----
 
 DeviceState::~DeviceState() {
-  // destroy_delegate() has waited for it already (wait_for_in_flight).
+  // ~Delegate() has waited for it already (wait_for_in_flight).
   if (in_flight_event != nullptr) (void)cudaEventDestroy(as_event(in_flight_event));
 }
 
@@ -172,7 +172,7 @@ Error prepare_device_state(DeviceState* state, int device_id, const std::vector<
 // ---- CUDA graphs ----
 
 GraphSet::~GraphSet() {
-  // destroy_delegate() has made the device current and waited for the last execution.
+  // ~Delegate() has made the device current and waited for the last execution.
   for (Entry& e : entries)
     if (e.graph != nullptr) (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(e.graph));
 }

@@ -34,7 +34,7 @@ class CheckLayersTest(unittest.TestCase):
 
     def test_a_downward_include_passes(self):
         rc, out = self.run_on({
-            "src/backend/delegate_state.h": '#include "profile/profile_table.h"\n',
+            "src/backend/delegate.h": '#include "profile/profile_table.h"\n',
             "src/profile/profile_table.h": '#include "common/shape.h"\n#include <vector>\n',
             "src/common/shape.h": "",
         })
@@ -42,11 +42,11 @@ class CheckLayersTest(unittest.TestCase):
 
     def test_an_upward_include_fails_naming_file_line_layers_and_header(self):
         rc, out = self.run_on({
-            "src/profile/selection.cpp": '// policy\n#include <vector>\n  #  include "backend/delegate_state.h"\n',
-            "src/backend/delegate_state.h": "",
+            "src/profile/selection.cpp": '// policy\n#include <vector>\n  #  include "backend/delegate.h"\n',
+            "src/backend/delegate.h": "",
         })
         self.assertEqual(rc, 1, out)
-        self.assertIn("src/profile/selection.cpp:3: profile may not include backend (backend/delegate_state.h)", out)
+        self.assertIn("src/profile/selection.cpp:3: profile may not include backend (backend/delegate.h)", out)
 
     def test_an_include_beside_the_file_is_resolved_there(self):
         rc, out = self.run_on({
