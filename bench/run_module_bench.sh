@@ -41,4 +41,16 @@ if aligned and engine:
             own = med[name]["cpu_time"] - engine["cpu_time"]
             print(f"{name:40} ({med[name]['cpu_time']:.0f} - {engine['cpu_time']:.0f}) / {aligned['cpu_time']:.0f}"
                   f" = {own / aligned['cpu_time']:.2f}x")
+together = med.get("BM_NoopAlignedThenEngineEnqueue")
+if aligned and together:
+    # The engine's cost inside a forward(), where it competes with ExecuTorch's code for the instruction cache:
+    # (noop forward() + enqueue) - noop forward(), measured in one loop.
+    in_forward = together["cpu_time"] - aligned["cpu_time"]
+    print("\netrt's own cost per forward(), the engine charged what it costs beside a forward(), cpu time:"
+          "\n(etrt forward() - ((noop forward() + enqueue) - noop forward())) / noop forward()\n")
+    for name in ("BM_EtrtAlignedNoGuard", "BM_EtrtAlignedPinnedDecode"):
+        if name in med:
+            own = med[name]["cpu_time"] - in_forward
+            print(f"{name:40} ({med[name]['cpu_time']:.0f} - {in_forward:.0f}) / {aligned['cpu_time']:.0f}"
+                  f" = {own / aligned['cpu_time']:.2f}x")
 PYEOF
