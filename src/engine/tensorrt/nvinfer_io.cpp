@@ -10,71 +10,51 @@
 namespace etrt::engine::tensorrt {
 namespace {
 
-// ---- text for error messages (failure paths only) --------------------------------
+// NvInfer's element types that etrt names: TensorRT's spelling of each and, for those etrt binds, etrt's own type.
+// By value, so that the enumerators 10.1's header lacks (kFP4 = 10 and kE8M0 = 11 arrived later) need not be named.
+struct TypeRow {
+  int32_t trt;  // the nvinfer1::DataType
+  const char* name;
+  bool bindable;
+  DataType etrt;  // when bindable
+};
+constexpr int32_t value_of(nvinfer1::DataType t) { return static_cast<int32_t>(t); }
+constexpr TypeRow kTypes[] = {
+    {value_of(nvinfer1::DataType::kFLOAT), "FLOAT", true, DataType::kFloat32},
+    {value_of(nvinfer1::DataType::kHALF), "HALF", true, DataType::kFloat16},
+    {value_of(nvinfer1::DataType::kBF16), "BF16", true, DataType::kBFloat16},
+    {value_of(nvinfer1::DataType::kINT8), "INT8", true, DataType::kInt8},
+    {value_of(nvinfer1::DataType::kUINT8), "UINT8", true, DataType::kUInt8},
+    {value_of(nvinfer1::DataType::kINT32), "INT32", true, DataType::kInt32},
+    {value_of(nvinfer1::DataType::kINT64), "INT64", true, DataType::kInt64},
+    {value_of(nvinfer1::DataType::kBOOL), "BOOL", true, DataType::kBool},
+    {value_of(nvinfer1::DataType::kFP8), "FP8", false, DataType::kFloat32},
+    {value_of(nvinfer1::DataType::kINT4), "INT4", false, DataType::kFloat32},
+    {10, "FP4", false, DataType::kFloat32},
+    {11, "E8M0", false, DataType::kFloat32},
+};
 
-// TensorRT's name for an element type, or nullptr for one this header does not name.
-const char* trt_type_name(nvinfer1::DataType t) {
-  // Cases by value past kINT4, so the enumerators 10.1's header lacks (kFP4 and
-  // kE8M0 arrived later) need not be named.
-  switch (t) {
-    case nvinfer1::DataType::kFLOAT:
-      return "FLOAT";
-    case nvinfer1::DataType::kHALF:
-      return "HALF";
-    case nvinfer1::DataType::kBF16:
-      return "BF16";
-    case nvinfer1::DataType::kINT8:
-      return "INT8";
-    case nvinfer1::DataType::kUINT8:
-      return "UINT8";
-    case nvinfer1::DataType::kINT32:
-      return "INT32";
-    case nvinfer1::DataType::kINT64:
-      return "INT64";
-    case nvinfer1::DataType::kBOOL:
-      return "BOOL";
-    case nvinfer1::DataType::kFP8:
-      return "FP8";
-    case nvinfer1::DataType::kINT4:
-      return "INT4";
-    default:
-      break;
-  }
-  const int32_t value = static_cast<int32_t>(t);
-  if (value == 10) return "FP4";
-  if (value == 11) return "E8M0";
+// The row of `t`, or nullptr for a type this table does not name.
+const TypeRow* find_type(nvinfer1::DataType t) {
+  for (const TypeRow& row : kTypes)
+    if (row.trt == value_of(t)) return &row;
   return nullptr;
 }
 
-bool to_etrt_type(nvinfer1::DataType t, DataType* out) {
-  switch (t) {
-    case nvinfer1::DataType::kFLOAT:
-      *out = DataType::kFloat32;
-      return true;
-    case nvinfer1::DataType::kHALF:
-      *out = DataType::kFloat16;
-      return true;
-    case nvinfer1::DataType::kBF16:
-      *out = DataType::kBFloat16;
-      return true;
-    case nvinfer1::DataType::kINT8:
-      *out = DataType::kInt8;
-      return true;
-    case nvinfer1::DataType::kUINT8:
-      *out = DataType::kUInt8;
-      return true;
-    case nvinfer1::DataType::kINT32:
-      *out = DataType::kInt32;
-      return true;
-    case nvinfer1::DataType::kINT64:
-      *out = DataType::kInt64;
-      return true;
-    case nvinfer1::DataType::kBOOL:
-      *out = DataType::kBool;
-      return true;
-    default:
-      return false;
+// The refusal of an IO tensor whose element type etrt does not bind.
+Error refuse_type(int32_t i, const char* shown, nvinfer1::DataType type, Diagnostic& why) {
+  why.clear();
+  why.append("engine IO tensor %d '%s' has element type ", i, shown);
+  const TypeRow* row = find_type(type);
+  if (row != nullptr) {
+    why.append("%s", row->name);
+  } else {
+    why.append("nvinfer1::DataType %d", value_of(type));
   }
+  why.append(
+      ", which etrt cannot bind (it binds FLOAT, HALF, BF16, INT8, UINT8, INT32, INT64 and BOOL); rebuild the "
+      "engine with a supported type at the network boundary, e.g. cast to HALF before the output");
+  return Error::NotSupported;
 }
 
 }  // namespace
@@ -141,19 +121,9 @@ Error describe_io(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io, Di
     desc.is_input = mode == nvinfer1::TensorIOMode::kINPUT;
 
     const nvinfer1::DataType type = engine.getTensorDataType(name);
-    if (!to_etrt_type(type, &desc.dtype)) {
-      const char* type_name = trt_type_name(type);
-      fail(why, Error::NotSupported, "engine IO tensor %d '%s' has element type ", i, shown);
-      if (type_name != nullptr) {
-        why.append("%s", type_name);
-      } else {
-        why.append("nvinfer1::DataType %d", static_cast<int32_t>(type));
-      }
-      why.append(
-          ", which etrt cannot bind (it binds FLOAT, HALF, BF16, INT8, UINT8, INT32, INT64 and BOOL); rebuild the "
-          "engine with a supported type at the network boundary, e.g. cast to HALF before the output");
-      return Error::NotSupported;
-    }
+    const TypeRow* row = find_type(type);
+    if (row == nullptr || !row->bindable) return refuse_type(i, shown, type, why);
+    desc.dtype = row->etrt;
 
     const nvinfer1::Dims dims = engine.getTensorShape(name);
     if (dims.nbDims < 0 || dims.nbDims > kMaxRank) {
