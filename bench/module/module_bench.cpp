@@ -120,6 +120,8 @@ class QuietLogger final : public nvinfer1::ILogger {
 // The etrt programs' engine, driven through NvInfer directly: shapes and addresses set once, as a steady-state
 // decode step leaves them, so that enqueue() is what etrt's delegate calls once per forward().
 struct IdentityEngine {
+  // Declaration order is TensorRT's order reversed: the context goes before the engine, the engine before the
+  // runtime, the runtime before its logger.
   QuietLogger logger;
   std::unique_ptr<nvinfer1::IRuntime> runtime;
   std::unique_ptr<nvinfer1::ICudaEngine> engine;
@@ -139,7 +141,6 @@ struct IdentityEngine {
            context->setTensorAddress("y", y.get());
   }
   bool enqueue() { return context->enqueueV3(nullptr); }
-  ~IdentityEngine() { context.reset(); }  // TensorRT's order: the context before the engine before the runtime
 };
 
 // The engine alone, with nothing else running between its enqueues (its code stays in the instruction cache).

@@ -137,30 +137,25 @@ TEST(ReferenceMemory, EnqueueReallyUsesTheDeviceMemoryItWasGiven) {
   EXPECT_NE(scratch.data[scratch.size - 1], 0xEE) << "the whole region is touched";
 }
 
-// The LLM engine with a decode context (profile 0) and a prefill context (profile 1) sharing one scratch buffer.
-struct SharedScratch {
+// The LLM engine with a decode context (profile 0) and a prefill context (profile 1) sharing one scratch buffer:
+// both contexts have the buffer and prefill's is bound to its profile before each test body runs.
+class SharedScratch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(decode->set_device_memory(scratch.data, scratch.size, why), Error::Ok) << why.c_str();
+    ASSERT_EQ(prefill->set_device_memory(scratch.data, scratch.size, why), Error::Ok) << why.c_str();
+    ASSERT_EQ(prefill->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
+  }
+
   std::string label = test_label();
   std::unique_ptr<Engine> engine = load_llm(label);
   AlignedBuffer scratch{engine->device_memory_size()};
   std::unique_ptr<ExecutionContext> decode = new_context(*engine, {/*user_managed_memory=*/true});
   std::unique_ptr<ExecutionContext> prefill = new_context(*engine, {/*user_managed_memory=*/true});
-
-  // Gives both contexts the buffer and binds prefill's to its profile.
-  void share(Diagnostic& why) {
-    ASSERT_EQ(decode->set_device_memory(scratch.data, scratch.size, why), Error::Ok) << why.c_str();
-    ASSERT_EQ(prefill->set_device_memory(scratch.data, scratch.size, why), Error::Ok) << why.c_str();
-    ASSERT_EQ(prefill->set_optimization_profile(kPrefill, nullptr, why), Error::Ok) << why.c_str();
-  }
+  Diagnostic why;
 };
 
-TEST(ReferenceMemory, TwoContextsShareOneScratchBufferOneAfterTheOther) {
-  SharedScratch shared;
-  Diagnostic why;
-  ASSERT_NO_FATAL_FAILURE(shared.share(why));
-  const std::string& label = shared.label;
-  ExecutionContext* decode = shared.decode.get();
-  ExecutionContext* prefill = shared.prefill.get();
-
+TEST_F(SharedScratch, TwoContextsShareOneScratchBufferOneAfterTheOther) {
   AlignedVector<int64_t> prompt = {5, 4, 3, 2, 1, 0, 1, 2}, token = {3};
   AlignedVector<float> logits;
   for (int round = 0; round < 3; ++round) {
@@ -177,13 +172,7 @@ TEST(ReferenceMemory, TwoContextsShareOneScratchBufferOneAfterTheOther) {
   EXPECT_NE(memory[0].context_id, memory[1].context_id);
 }
 
-TEST(ReferenceMemory, ContextsSharingScratchMustNotEnqueueAtTheSameTime) {
-  SharedScratch shared;
-  Diagnostic why;
-  ASSERT_NO_FATAL_FAILURE(shared.share(why));
-  const std::string& label = shared.label;
-  ExecutionContext* decode = shared.decode.get();
-  ExecutionContext* prefill = shared.prefill.get();
+TEST_F(SharedScratch, ContextsSharingScratchMustNotEnqueueAtTheSameTime) {
   AlignedVector<int64_t> prompt = {1, 2}, token = {3};
   AlignedVector<float> prompt_logits, token_logits;
   ASSERT_EQ(prefill->set_input_shape(0, make_shape({1, 2}), why), Error::Ok) << why.c_str();
