@@ -110,9 +110,26 @@ class Delegate {
   Error plan_output_staging(engine::StreamHandle stream, std::vector<size_t>* bytes, Diagnostic& why);
   void size_execution_scratch();
 
+  // The last successful execution, when running it again needs the enqueue and nothing before it: every argument
+  // was a tensor and none was staged. A call that repeats it -- the same request from its thread, and argument by
+  // argument a tensor of the same type, shape and address, in memory the engine still uses in place -- goes
+  // straight to the enqueue: steps 3-8 before it would find nothing to change (docs/host-cost.md). Every decode
+  // step after the first on the same buffers is one.
+  struct Repeat {
+    bool valid = false;
+    ProfileRequest request;       // as the thread asked, before the load-time default stands in for kDefault
+    size_t num_args = 0;          // the call's arguments, every one a tensor
+    bool aliased_passed = false;  // the call passed a tensor for each output written in place into an input
+    Target target;
+    Outcome outcome;  // switched == false: a repeat runs on the active profile
+  };
+
   // ---- one execution (delegate_executor.cpp), in order ----
   Error run_steps(const ThreadState& thread, DeviceCall& device,
                   executorch::runtime::Span<executorch::runtime::EValue*> args, Outcome* outcome);
+  bool repeats_last(const ProfileRequest& request, executorch::runtime::Span<executorch::runtime::EValue*> args,
+                    DeviceCall& device);
+  void remember_repeat(const ProfileRequest& request, size_t num_args, const Target& target, const Outcome& outcome);
   ProfileRequest read_request(const ThreadState& thread) const;
   Error collect_tensors(executorch::runtime::Span<executorch::runtime::EValue*> args);
   Error collect_input_shapes();
@@ -123,6 +140,7 @@ class Delegate {
   Error bind(const Target& target, DeviceCall& device);
   Error enqueue(const Target& target, DeviceCall& device, int32_t profile);
   Error finish_outputs(const Target& target, DeviceCall& device);
+  Error finish_in_place(const Target& target, DeviceCall& device);
   Error finish(const ThreadState& thread, const Outcome& outcome, Error status);
 
   char name_[64] = {};
@@ -163,6 +181,7 @@ class Delegate {
   // The profile the last successful switch (or the last execution) left the engine on; what kStickyFirstFit keeps.
   int32_t active_profile_ = 0;
   LastChoice last_choice_;
+  Repeat repeat_;
 
   // Where an execution's refusal is written before it is reported (fixed memory: execute() does not allocate).
   Diagnostic why_;

@@ -69,6 +69,15 @@ Error Delegate::execute(Span<EValue*> args) {
 // (flatten): as separate calls they cost a tenth of etrt's per-forward() instructions (docs/host-cost.md).
 ETRT_FLATTEN inline Error Delegate::run_steps(const ThreadState& thread, DeviceCall& device, Span<EValue*> args,
                                               Outcome* outcome) {
+  if (repeats_last(thread.request, args, device)) {  // the last execution again: only the enqueue is left to do
+    *outcome = repeat_.outcome;
+    Error status = enqueue(repeat_.target, device, outcome->profile);
+    if (status == Error::Ok && num_aliased_ != 0) status = finish_in_place(repeat_.target, device);
+    if (status != Error::Ok) repeat_.valid = false;
+    return status;
+  }
+  repeat_.valid = false;  // whatever happens below may change what the context holds
+
   const ProfileRequest request = read_request(thread);  // 3. the request
   Error status = collect_tensors(args);                 // 4. tensors and input shapes
   if (status == Error::Ok) status = collect_input_shapes();
@@ -87,7 +96,63 @@ ETRT_FLATTEN inline Error Delegate::run_steps(const ThreadState& thread, DeviceC
   if (status == Error::Ok) status = bind(target, device);  // 8. bind, enqueue, copy back
   if (status == Error::Ok) status = enqueue(target, device, choice.profile);
   if (status == Error::Ok) status = finish_outputs(target, device);
+  if (status == Error::Ok) remember_repeat(thread.request, args.size(), target, *outcome);
   return status;
+}
+
+// Whether this call repeats the last successful execution (Repeat); if so, arg_tensors_ holds its tensors. Every
+// check here is one the steps would make, against what the context was last given: the tensors' types, the input
+// shapes (so the same choice, with no switch and no shape to set), the output shapes (nothing to resize) and the
+// addresses (nothing to bind).
+inline bool Delegate::repeats_last(const ProfileRequest& request, Span<EValue*> args, DeviceCall& device) {
+  const Repeat& last = repeat_;
+  if (!last.valid || args.size() != last.num_args || request != last.request) return false;
+  const ContextCache& cache = *last.target.cache;
+  const size_t n_in = inputs_.size();
+  size_t next = 0;  // every argument was a tensor: slot by slot, they come in order
+  for (size_t k = 0; k < arg_tensors_.size(); ++k) {
+    const bool is_input = k < n_in;
+    const IoSlot& slot = is_input ? inputs_[k] : outputs_[k - n_in];
+    if (slot.alias_of >= 0 && !last.aliased_passed) {
+      arg_tensors_[k] = nullptr;
+      continue;
+    }
+    EValue* value = args[next++];
+    if (value == nullptr || !value->isTensor()) return false;
+    Tensor& t = value->toTensor();
+    arg_tensors_[k] = &t;
+    if (t.scalar_type() != slot.scalar_type) return false;
+    const Shape& shape = is_input ? cache.input_shapes[k] : cache.output_shapes[k - n_in];
+    const auto sizes = t.sizes();
+    if (sizes.size() == static_cast<size_t>(shape.rank)) {
+      for (int32_t d = 0; d < shape.rank; ++d)
+        if (sizes[static_cast<size_t>(d)] != shape.d[d]) return false;
+    } else if (is_input || sizes.size() != 0 || shape.rank != 1 || shape.d[0] != 1) {
+      return false;  // (an output TensorRT reports as [1] is ExecuTorch's 0-d tensor: resize_outputs)
+    }
+    if (slot.alias_of >= 0) continue;  // written in place: bound where its input is
+    if (t.const_data_ptr() != cache.addresses[k] || !device.binds_in_place(t)) return false;
+  }
+  return true;
+}
+
+// After a successful execution through the steps: whether the next one may repeat it (Repeat).
+inline void Delegate::remember_repeat(const ProfileRequest& request, size_t num_args, const Target& target,
+                                      const Outcome& outcome) {
+  size_t tensors = 0;
+  bool staged = false;
+  for (size_t k = 0; k < arg_tensors_.size(); ++k) {
+    tensors += arg_tensors_[k] != nullptr;
+    staged = staged || device_.staged[k] != 0;
+  }
+  if (tensors != num_args || staged) return;
+  repeat_.request = request;
+  repeat_.num_args = num_args;
+  repeat_.aliased_passed = num_args == arg_tensors_.size();
+  repeat_.target = target;
+  repeat_.outcome = outcome;
+  repeat_.outcome.switched = false;
+  repeat_.valid = true;
 }
 
 // No guard: the module's load-time default (LoadOptions::default_request).
@@ -353,22 +418,28 @@ inline Error Delegate::enqueue(const Target& target, DeviceCall& device, int32_t
   return status;
 }
 
-// Copies staged outputs back and each updated in-place input into the write-back output ExecuTorch passed, if any;
-// the choice just made becomes the one the next execution may reuse.
+// Copies staged outputs back, then finishes the in-place outputs; the choice just made becomes the one the next
+// execution may reuse.
 inline Error Delegate::finish_outputs(const Target& target, DeviceCall& device) {
-  const size_t n_in = inputs_.size();
   const NvtxRange range("etrt copy back");
-  Error status = device.copy_back_outputs(arg_tensors_.data(), n_in, outputs_.size());
+  const Error status = device.copy_back_outputs(arg_tensors_.data(), inputs_.size(), outputs_.size());
   if (status != Error::Ok) return status;
   last_choice_.active_profile = active_profile_;
   last_choice_.valid = true;
+  return finish_in_place(target, device);
+}
+
+// Copies each input an output was written into in place back from its staging buffer, if it was staged, and into
+// the write-back output ExecuTorch passed, if any.
+inline Error Delegate::finish_in_place(const Target& target, DeviceCall& device) {
+  const size_t n_in = inputs_.size();
   for (size_t o = 0; o < outputs_.size(); ++o) {
     const IoSlot& slot = outputs_[o];
     if (slot.alias_of < 0) continue;
     const auto input = static_cast<size_t>(slot.alias_of);
     const size_t bytes = static_cast<size_t>(target.cache->output_shapes[o].numel()) * engine::element_size(slot.dtype);
-    status = device.finish_in_place(input, *arg_tensors_[input], arg_tensors_[n_in + o], bytes,
-                                    inputs_[input].display_name.c_str());
+    const Error status = device.finish_in_place(input, *arg_tensors_[input], arg_tensors_[n_in + o], bytes,
+                                                inputs_[input].display_name.c_str());
     if (status != Error::Ok) return status;
   }
   return Error::Ok;

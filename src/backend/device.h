@@ -168,6 +168,15 @@ class DeviceCall {
   // another device, larger than its staging buffer, null), Internal when the staging copy itself fails.
   [[nodiscard]] Error bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name, void** address);
 
+  // True when bind() would bind `tensor` as it is, without staging: 256-byte-aligned memory for a host engine;
+  // for a device engine also memory of the delegate's device or managed memory, which CUDA is asked about, as
+  // bind() asks it, on every call. No side effects: a repeated execution (Delegate::Repeat) checks with it that
+  // each argument is still where it was bound.
+  bool binds_in_place(const executorch::aten::Tensor& tensor) const {
+    const bool aligned = reinterpret_cast<uintptr_t>(tensor.const_data_ptr()) % engine::kIoAddressAlignment == 0;
+    return aligned && (!state_.device || on_delegate_device(tensor));
+  }
+
   // After a successful enqueue: copies every staged output (arguments first_output.. of `tensors`) back into its
   // host tensor, at the size the tensor was resized to. Null entries (aliased outputs) are skipped. Internal when a
   // copy fails.
@@ -199,6 +208,9 @@ class DeviceCall {
   [[nodiscard]] Error end(Error status);
 
  private:
+  // Device engines: `tensor` is in memory of the delegate's device or in managed memory.
+  bool on_delegate_device(const executorch::aten::Tensor& tensor) const;
+
   DeviceState& state_;
   const char* delegate_;
   Diagnostic& why_;

@@ -318,6 +318,12 @@ Error DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input
   return Error::Ok;
 }
 
+bool DeviceCall::on_delegate_device(const executorch::aten::Tensor& tensor) const {
+  int device = -1;
+  const Placement placement = placement_of(tensor, tensor.const_data_ptr(), &device);
+  return placement == Placement::kManaged || (placement == Placement::kDevice && device == state_.device_id);
+}
+
 Error DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count) {
   if (!state_.device) {
     copy_back_host(state_, tensors, first_output, count);

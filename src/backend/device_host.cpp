@@ -75,6 +75,9 @@ Error DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input
   return bind_host(state_, why_, k, tensor, is_input, name, address);
 }
 
+// No device engine loads in a build without CUDA.
+bool DeviceCall::on_delegate_device(const executorch::aten::Tensor& /*tensor*/) const { return false; }
+
 Error DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count) {
   copy_back_host(state_, tensors, first_output, count);
   return Error::Ok;

@@ -328,15 +328,17 @@ bool kv_blob(const std::string& name, std::vector<etrt::blob::AliasedIo> aliases
 }
 
 // x, pos, cache (the caller's memory: unplanned), y; with `write_back`, also the cache's write-back output
-// cache_out, as ExecuTorch passes it for a mutable buffer the program owns.
-bool kv_spec(const std::string& name, const std::string& blob, bool write_back) {
-  std::vector<json> values = {tensor("x", "float32", {1, 4, 2}, true), tensor("pos", "int64", {1}, false),
+// cache_out, as ExecuTorch passes it for a mutable buffer the program owns. Without `planned`, every tensor is the
+// caller's memory, so that a runner's aligned buffers are all bound in place.
+bool kv_spec(const std::string& name, const std::string& blob, bool write_back, bool planned = true) {
+  std::vector<json> values = {tensor("x", "float32", {1, 4, 2}, true, planned),
+                              tensor("pos", "int64", {1}, false, planned),
                               tensor("cache", "float32", {1, 8, 2}, false, /*planned=*/false),
-                              tensor("y", "float32", {1, 4, 2}, true)};
+                              tensor("y", "float32", {1, 4, 2}, true, planned)};
   std::vector<std::string> outputs = {"y"};
   std::vector<std::string> args = {"x", "pos", "cache", "y"};
   if (write_back) {
-    values.push_back(tensor("cache_out", "float32", {1, 8, 2}, false));
+    values.push_back(tensor("cache_out", "float32", {1, 8, 2}, false, planned));
     outputs.push_back("cache_out");
     args.push_back("cache_out");
   }
@@ -371,6 +373,8 @@ bool contract_fixtures() {
   bool ok = true;
   const AliasedIo kv{"cache_out", "cache", "kv_cache_update"};
   ok &= kv_blob("kv", {kv}) && kv_spec("kv_write_back", "kv", true) && kv_spec("kv_owned", "kv", false);
+  ok &= kv_spec("kv_unplanned_write_back", "kv", true, /*planned=*/false) &&
+        kv_spec("kv_unplanned_owned", "kv", false, /*planned=*/false);
   // The engine aliases cache_out to cache, and the blob does not say so: applied all the same.
   ok &= kv_blob("kv_unlisted", {}) && kv_spec("kv_unlisted", "kv_unlisted", true);
   // Bindings listed outputs first and interleaved, as Torch-TensorRT's own tests write them: the arguments are still
@@ -413,6 +417,10 @@ bool contract_fixtures() {
         .scale("x", 3.0f, "y");
     ok &= write_blob("scalar_output", built(b, "scalar_output")) &&
           write_spec("scalar_output", {tensor("x", "float32", {1}, false), tensor("y", "float32", {}, false)}, {"x"},
+                     {"y"}, {trt_call("scalar_output", {"x", "y"})});
+    // The same with the output in the caller's memory too (Module::set_output).
+    ok &= write_spec("scalar_output_unplanned",
+                     {tensor("x", "float32", {1}, false), tensor("y", "float32", {}, false, /*planned=*/false)}, {"x"},
                      {"y"}, {trt_call("scalar_output", {"x", "y"})});
   }
   // No io_bindings: the names come from the engine, ordered by their numeric suffixes, not the engine's order.

@@ -246,9 +246,6 @@ TEST(ModuleAdapterTest, AOneProfileEngineNeverIssuesSetOptimizationProfileAsync)
 
 // ---- (b) IO address alignment ----
 
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
 using Buffer = std::unique_ptr<unsigned char[], FreeDeleter>;
 // `bytes` of 256-byte-aligned memory plus `slack` bytes, so a view offset by up to `slack` still has `bytes`.
 Buffer aligned_bytes(size_t bytes, size_t slack = 256) {

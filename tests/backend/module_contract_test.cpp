@@ -25,12 +25,13 @@ namespace {
 
 namespace et = ::executorch::runtime;
 namespace gpufree = etrt::gpufree;
+using etrt::module_test::events_of;
+using etrt::module_test::fixture;
+using etrt::module_test::FreeDeleter;
+using etrt::module_test::trace_text;
 using ::executorch::aten::ScalarType;
 using ::executorch::extension::from_blob;
 using ::executorch::extension::Module;
-using etrt::module_test::events_of;
-using etrt::module_test::fixture;
-using etrt::module_test::trace_text;
 
 constexpr int32_t kRows = 8;  // the cache's capacity
 constexpr int32_t kWidth = 2;
@@ -53,10 +54,6 @@ Loaded load(const std::string& name, const et::LoadBackendOptionsMap* options = 
   l.message = etrt::last_error_message();
   return l;
 }
-
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
 
 // A cache the caller owns, `offset` bytes past a 256-byte boundary (0: TensorRT's alignment rule holds). 1 KiB
 // holds the 64-byte cache at any offset used here; aligned_alloc wants a multiple of the alignment.

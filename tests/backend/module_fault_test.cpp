@@ -243,16 +243,6 @@ TEST_F(ModuleFaultTest, AfterARefusedSwitchTheOldProfileStillRuns) {
 
 // ---- the stale-address hazard: a refused rebind must not leave the old buffer bound ----
 
-// 256-byte-aligned host memory (what TensorRT binds in place), freed with std::free.
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-template <typename T>
-std::unique_ptr<T[], FreeDeleter> aligned_buffer(size_t n) {
-  const size_t bytes = (n * sizeof(T) + 255) / 256 * 256;
-  return std::unique_ptr<T[], FreeDeleter>(static_cast<T*>(std::aligned_alloc(256, bytes)));
-}
-
 TEST_F(ModuleFaultTest, ARefusedRebindOfANewOutputBufferNeverWritesTheOldOne) {
   // unplanned_io: the runner's own buffers are the delegate's IO, bound in place when 256-byte aligned.
   constexpr char kLabel[] = "unplanned_io";

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,19 @@ struct ContextPerProfileOptions {
     EXPECT_EQ(map.set_options(kBackendId, options.view()), ::executorch::runtime::Error::Ok);
   }
 };
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+template <typename T>
+using AlignedBuffer = std::unique_ptr<T[], FreeDeleter>;
+
+// `n` elements of 256-byte-aligned host memory: what TensorRT binds in place (a runner's own buffers).
+template <typename T>
+AlignedBuffer<T> aligned_buffer(size_t n) {
+  const size_t bytes = (n * sizeof(T) + 255) / 256 * 256;
+  return AlignedBuffer<T>(static_cast<T*>(std::aligned_alloc(256, bytes)));
+}
 
 inline std::vector<int64_t> token_ids(size_t n) {
   std::vector<int64_t> ids(n);

@@ -118,6 +118,34 @@ TEST_P(CudaPath, DeviceInputWithHostOutputAndHostInputWithDeviceOutputBothWork) 
   }
 }
 
+// Decode steps on the same device buffers repeat the last execution (Delegate::Repeat: straight to the enqueue).
+// Each still runs on what its input holds now; a host buffer of the same shape in between is staged, and the device
+// buffer is bound again after it.
+TEST_P(CudaPath, RepeatedStepsOnDeviceBuffersRunOnWhatTheyHoldNowAndAHostBufferBetweenIsStaged) {
+  auto module = load("llm_unplanned");
+  DeviceMemory ids(sizeof(int64_t));
+  DeviceMemory logits(kLogitsBytes);
+  auto step = [&](int64_t id) {
+    upload(ids, std::vector<int64_t>{id});
+    ASSERT_EQ(forward(*module, ids.data(), 1, logits.data()), et::Error::Ok) << etrt::last_error_message();
+    expect_values(download<float>(logits.data(), etrt::fixtures::kHidden), {id});
+  };
+  for (int64_t id : {3, 9, 3, 17}) step(id);
+  EXPECT_EQ(events("llm_unplanned", ref::TraceKind::kSetTensorAddress).size(), 2u);
+  EXPECT_EQ(events("llm_unplanned", ref::TraceKind::kSetInputShape).size(), 1u);
+  EXPECT_EQ(ref::count_enqueues("llm_unplanned"), 4);
+
+  std::vector<int64_t> host = {21};
+  ASSERT_EQ(forward(*module, host.data(), 1, logits.data()), et::Error::Ok) << etrt::last_error_message();
+  expect_values(download<float>(logits.data(), etrt::fixtures::kHidden), host);
+  EXPECT_NE(bound_addresses("llm_unplanned").first, static_cast<const void*>(host.data())) << "host memory is staged";
+
+  step(5);
+  step(6);
+  EXPECT_EQ(bound_addresses("llm_unplanned").first, ids.data());
+  EXPECT_EQ(ref::count_enqueues("llm_unplanned"), 7);
+}
+
 // Pinned memory is copied truly asynchronously: the delegate must not return before the copy has read it.
 TEST_P(CudaPath, APinnedHostInputIsConsumedBeforeForwardReturns) {
   auto module = load("llm_unplanned");
