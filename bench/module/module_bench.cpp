@@ -28,6 +28,8 @@
 
 #include <NvInferRuntime.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -169,6 +171,68 @@ void BM_NoopAlignedThenEngineEnqueue(benchmark::State& state) {
   if (failures) state.SkipWithError("forward() or enqueueV3 failed");
 }
 
+// etrt's own cost, paired round by round: each round times a block of do-nothing forward()s, a block of etrt
+// forward()s, the same under a pin of the decode profile (a guard per call), a block of the engine's enqueues alone
+// and a block of do-nothing forward()s each followed by an enqueue, back to back on the same buffers, and takes the
+// ratios within the round. A burst of noise on a shared
+// machine then lands on one round's four blocks, not on one case of a sequential run, and the median over the
+// rounds leaves it out. Counters: each block's median ns per call, and the medians of the per-round ratios
+//   own_ratio_engine_alone  = (etrt - engine alone) / noop
+//   own_ratio_engine_beside = (etrt - (noop then engine - noop)) / noop
+//   own_ratio_pinned        = (etrt under the pin - engine alone) / noop
+// (run_module_bench.sh prints them).
+void BM_OwnCostPaired(benchmark::State& state) {
+  etrt::gpufree::set_tracing_enabled(false);
+  AlignedModule noop, etrt_module;
+  IdentityEngine engine;
+  if (!noop.load("noop_unplanned") || !etrt_module.load("etrt_unplanned") || !engine.load())
+    return state.SkipWithError("could not set up");
+  constexpr int kRounds = 101;
+  constexpr int kCalls = 2000;
+  using Clock = std::chrono::steady_clock;
+  int64_t failures = 0;
+  // ns per call of `body` over one block.
+  auto block = [&](auto&& body) {
+    const auto start = Clock::now();
+    for (int i = 0; i < kCalls; ++i) failures += !body();
+    return std::chrono::duration<double, std::nano>(Clock::now() - start).count() / kCalls;
+  };
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  std::vector<double> noop_ns, etrt_ns, pinned_ns, engine_ns, beside_ns, alone_ratio, beside_ratio, pinned_ratio;
+  for (auto _ : state) {
+    for (int round = 0; round < kRounds; ++round) {
+      const double n = block([&] { return noop.forward(); });
+      const double e = block([&] { return etrt_module.forward(); });
+      const double p = block([&] {
+        etrt::OptimizationProfileGuard decode(0);
+        return etrt_module.forward();
+      });
+      const double q = block([&] { return engine.enqueue(); });
+      const double b = block([&] { return noop.forward() && engine.enqueue(); });
+      noop_ns.push_back(n);
+      etrt_ns.push_back(e);
+      pinned_ns.push_back(p);
+      engine_ns.push_back(q);
+      beside_ns.push_back(b);
+      alone_ratio.push_back((e - q) / n);
+      beside_ratio.push_back((e - (b - n)) / n);
+      pinned_ratio.push_back((p - q) / n);
+    }
+  }
+  if (failures) return state.SkipWithError("forward() or enqueueV3 failed");
+  state.counters["noop_ns"] = median(noop_ns);
+  state.counters["etrt_ns"] = median(etrt_ns);
+  state.counters["etrt_pinned_ns"] = median(pinned_ns);
+  state.counters["engine_ns"] = median(engine_ns);
+  state.counters["noop_then_engine_ns"] = median(beside_ns);
+  state.counters["own_ratio_engine_alone"] = median(alone_ratio);
+  state.counters["own_ratio_engine_beside"] = median(beside_ratio);
+  state.counters["own_ratio_pinned"] = median(pinned_ratio);
+}
+
 // One forward() per iteration on `tokens` tokens, under `pin` (-1: no guard).
 void run(benchmark::State& state, Module& module, const std::vector<int32_t>& pins, int32_t tokens) {
   etrt::gpufree::set_tracing_enabled(false);
@@ -235,6 +299,7 @@ BENCHMARK(BM_EtrtAlignedNoGuard);
 BENCHMARK(BM_EtrtAlignedPinnedDecode);
 BENCHMARK(BM_EngineEnqueue);
 BENCHMARK(BM_NoopAlignedThenEngineEnqueue);
+BENCHMARK(BM_OwnCostPaired)->Iterations(1);
 
 }  // namespace
 
