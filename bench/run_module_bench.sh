@@ -57,7 +57,7 @@ if aligned and together:
                   f" = {own / aligned['cpu_time']:.2f}x")
 paired = next((b for name, b in med.items() if name.startswith("BM_OwnCostPaired")), None)
 if paired:
-    # The figure to quote: the blocks run round by round, so noise lands on all four cases alike.
+    # The figure to quote: the blocks run round by round, so noise lands on all five cases alike.
     print("\netrt's own cost per forward(), paired round by round (BM_OwnCostPaired: 101 rounds of 2,000 calls a"
           "\nblock; medians over the rounds, then the median of the 10 repetitions), wall time:\n")
     print(f"  noop {paired['noop_ns']:.0f} ns, etrt {paired['etrt_ns']:.0f} ns, etrt pinned {paired['etrt_pinned_ns']:.0f} ns,"

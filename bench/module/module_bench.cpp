@@ -174,9 +174,9 @@ void BM_NoopAlignedThenEngineEnqueue(benchmark::State& state) {
 // etrt's own cost, paired round by round: each round times a block of do-nothing forward()s, a block of etrt
 // forward()s, the same under a pin of the decode profile (a guard per call), a block of the engine's enqueues alone
 // and a block of do-nothing forward()s each followed by an enqueue, back to back on the same buffers, and takes the
-// ratios within the round. A burst of noise on a shared
-// machine then lands on one round's four blocks, not on one case of a sequential run, and the median over the
-// rounds leaves it out. Counters: each block's median ns per call, and the medians of the per-round ratios
+// ratios within the round. A burst of noise on a shared machine then lands on one round's five blocks, not on one
+// case of a sequential run, and the median over the rounds leaves it out. Counters: each block's median ns per call,
+// and the medians of the per-round ratios
 //   own_ratio_engine_alone  = (etrt - engine alone) / noop
 //   own_ratio_engine_beside = (etrt - (noop then engine - noop)) / noop
 //   own_ratio_pinned        = (etrt under the pin - engine alone) / noop

@@ -49,6 +49,21 @@ inline Error check_dtype(Diagnostic& why, const IoSlot& slot, const Tensor& t, c
   return t.scalar_type() == slot.scalar_type ? Error::Ok : refuse_dtype(why, slot, t, role);
 }
 
+// Whether `t` has exactly shape `s`.
+inline bool has_shape(const Tensor& t, const Shape& s) {
+  const auto sizes = t.sizes();
+  if (sizes.size() != static_cast<size_t>(s.rank)) return false;
+  for (int32_t d = 0; d < s.rank; ++d)
+    if (sizes[static_cast<size_t>(d)] != s.d[d]) return false;
+  return true;
+}
+
+// Whether output tensor `t` already has the shape the engine inferred for it. TensorRT reports a 0-d output as [1];
+// ExecuTorch's 0-d tensor cannot change rank, and holds the same element.
+inline bool holds_output_shape(const Tensor& t, const Shape& inferred) {
+  return (t.dim() == 0 && inferred.rank == 1 && inferred.d[0] == 1) || has_shape(t, inferred);
+}
+
 }  // namespace
 
 Error Delegate::execute(Span<EValue*> args) {
@@ -122,14 +137,8 @@ inline bool Delegate::repeats_last(const ProfileRequest& request, Span<EValue*> 
     Tensor& t = value->toTensor();
     arg_tensors_[k] = &t;
     if (t.scalar_type() != slot.scalar_type) return false;
-    const Shape& shape = is_input ? cache.input_shapes[k] : cache.output_shapes[k - n_in];
-    const auto sizes = t.sizes();
-    if (sizes.size() == static_cast<size_t>(shape.rank)) {
-      for (int32_t d = 0; d < shape.rank; ++d)
-        if (sizes[static_cast<size_t>(d)] != shape.d[d]) return false;
-    } else if (is_input || sizes.size() != 0 || shape.rank != 1 || shape.d[0] != 1) {
-      return false;  // (an output TensorRT reports as [1] is ExecuTorch's 0-d tensor: resize_outputs)
-    }
+    if (is_input ? !has_shape(t, cache.input_shapes[k]) : !holds_output_shape(t, cache.output_shapes[k - n_in]))
+      return false;
     if (slot.alias_of >= 0) continue;  // written in place: bound where its input is
     if (t.const_data_ptr() != cache.addresses[k] || !device.binds_in_place(t)) return false;
   }
@@ -347,12 +356,7 @@ inline Error Delegate::resize_outputs(const ContextCache& cache, int32_t profile
     const Error typed = check_dtype(why_, outputs_[o], out, "output");
     if (typed != Error::Ok) return typed;
     const Shape& inferred = cache.output_shapes[o];
-    // TensorRT reports a 0-d output as [1]; ExecuTorch's 0-d tensor cannot change rank, and holds the same element.
-    if (out.dim() == 0 && inferred.rank == 1 && inferred.d[0] == 1) continue;
-    const auto current = out.sizes();
-    bool same = current.size() == static_cast<size_t>(inferred.rank);
-    for (int32_t d = 0; same && d < inferred.rank; ++d) same = current[static_cast<size_t>(d)] == inferred.d[d];
-    if (same) continue;
+    if (holds_output_shape(out, inferred)) continue;
     executorch::aten::SizesType sizes[kMaxRank];
     for (int32_t d = 0; d < inferred.rank; ++d) sizes[d] = static_cast<executorch::aten::SizesType>(inferred.d[d]);
     const Error resized = executorch::runtime::resize_tensor(

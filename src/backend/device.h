@@ -173,8 +173,7 @@ class DeviceCall {
   // bind() asks it, on every call. No side effects: a repeated execution (Delegate::Repeat) checks with it that
   // each argument is still where it was bound.
   bool binds_in_place(const executorch::aten::Tensor& tensor) const {
-    const bool aligned = reinterpret_cast<uintptr_t>(tensor.const_data_ptr()) % engine::kIoAddressAlignment == 0;
-    return aligned && (!state_.device || on_delegate_device(tensor));
+    return engine::io_address_aligned(tensor.const_data_ptr()) && (!state_.device || on_delegate_device(tensor));
   }
 
   // After a successful enqueue: copies every staged output (arguments first_output.. of `tensors`) back into its

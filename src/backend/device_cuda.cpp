@@ -286,7 +286,7 @@ Error DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input
                   "%s '%s' is in memory of CUDA device %d, but this delegate runs on device %d (device_id in its "
                   "blob); pass memory of device %d, or host memory (etrt then stages it)",
                   role, name, device, state_.device_id, state_.device_id);
-    if (reinterpret_cast<uintptr_t>(data) % engine::kIoAddressAlignment == 0) {
+    if (engine::io_address_aligned(data)) {
       *address = data;
       return Error::Ok;
     }

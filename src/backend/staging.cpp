@@ -39,7 +39,7 @@ Error bind_host(DeviceState& state, Diagnostic& why, size_t k, executorch::aten:
                 const char* name, void** address) {
   void* data = tensor.mutable_data_ptr();
   state.staged[k] = 0;
-  if (reinterpret_cast<uintptr_t>(data) % engine::kIoAddressAlignment == 0) {
+  if (engine::io_address_aligned(data)) {
     *address = data;
     return Error::Ok;
   }

@@ -66,6 +66,11 @@ struct TensorDesc {
 // place and stages the rest.
 inline constexpr size_t kIoAddressAlignment = 256;
 
+// Whether TensorRT takes `address` as it is (kIoAddressAlignment).
+inline bool io_address_aligned(const void* address) {
+  return reinterpret_cast<uintptr_t>(address) % kIoAddressAlignment == 0;
+}
+
 // Where the engine's tensors live. Host: plain pointers the CPU can touch.
 // Device: CUDA device pointers (the backend stages host tensors).
 enum class MemoryKind : uint8_t { kHost, kDevice };
