@@ -57,6 +57,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
       scratch_ = owned_scratch_.get();
       scratch_set_ = true;
     }
+    set_static_input_shapes();
   }
 
   ~ContextImpl() noexcept override {
@@ -186,10 +187,13 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
     switch_stream_ = stream;
     switched_since_enqueue_ = true;
     deferred_work_ = true;
-    // TensorRT forgets every input shape on a switch; so do we, so a backend that skips re-setting them fails here.
+    // After a switch every dynamic input's shape must be set again: TensorRT 8.6 keeps the old one, which the new
+    // profile may refuse at enqueue (nvinfer/README.md); this implementation forgets it, so a backend that skips
+    // re-setting shapes fails here even where TensorRT would happen to accept the old shape.
     for (size_t i = 0; i < input_set_.size(); ++i) input_set_[i] = false;
     inputs_set_ = 0;
     inferred_ = false;
+    set_static_input_shapes();
     const int64_t cost = state_->model.switch_cost_ns;
     if (cost > 0) busy_wait(cost);
     return traced(nullptr, cost);
@@ -261,7 +265,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
       return error == nullptr;
     };
     const TensorDesc& t = state_->model.io[static_cast<size_t>(io_index)];
-    // Null is accepted here, as TensorRT does, for tensors that turn out empty; enqueue refuses it otherwise.
+    // Null is accepted here, as TensorRT 8.6 does; enqueue refuses it (nvinfer/README.md).
     // TensorRT's rule for I/O addresses: at least 256-byte alignment.
     if (reinterpret_cast<uintptr_t>(address) % kIoAlignment != 0)
       return traced(fail("setTensorAddress('" + t.name + "'): the address is not " + std::to_string(kIoAlignment) +
@@ -375,6 +379,21 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
   // Counted, not scanned: the backend asks once per output, and an engine may have thousands of IO tensors.
   bool all_inputs_set() const { return inputs_set_ == state_->num_inputs; }
 
+  // An input without dynamic dims has its one shape from the start, as in TensorRT: enqueue needs no setInputShape.
+  void set_static_input_shapes() {
+    const Model& m = state_->model;
+    for (size_t i = 0; i < m.io.size(); ++i) {
+      const TensorDesc& t = m.io[i];
+      if (!t.is_input || input_set_[i]) continue;
+      bool is_static = true;
+      for (int32_t d = 0; d < t.shape.rank; ++d) is_static = is_static && t.shape.d[d] >= 0;
+      if (!is_static) continue;
+      shapes_[i] = t.shape;
+      input_set_[i] = true;
+      ++inputs_set_;
+    }
+  }
+
   // CUDA mode: switches and enqueues use the device only while its weights' device is current.
   bool on_weights_device(std::string* error) const {
     int current = -1;
@@ -472,9 +491,10 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
           "switch and enqueue on the same stream");
     if (!infer()) return refuse("enqueue: " + inference_error_);
     for (size_t i = 0; i < m.io.size(); ++i) {
-      if (data_[i] == nullptr && shapes_[i].numel() > 0)
+      // TensorRT 8.6 refuses a null address at enqueueV3 even for an empty tensor (nvinfer/README.md).
+      if (data_[i] == nullptr)
         return refuse("enqueue: '" + m.io[i].name + "' has shape " + shape_to_string(shapes_[i]) +
-                      " but a null address; only empty tensors may be bound to null");
+                      " but a null address; every IO tensor needs a non-null address, an empty one too");
       // TensorRT's rule for an IKVCacheUpdateLayer: its output shares the cache input's memory.
       const int32_t cache = m.aliased_input(static_cast<int32_t>(i));
       if (cache >= 0 && data_[i] != data_[static_cast<size_t>(cache)])

@@ -36,7 +36,7 @@ __global__ void embedding_kernel(const Id* ids, int64_t count, const float* tabl
     const int64_t row = i / hidden;
     const int64_t column = i % hidden;
     const int64_t id = static_cast<int64_t>(ids[row]);
-    out[i] = (id >= 0 && id < vocab) ? table[id * hidden + column] : NAN;
+    out[i] = (id >= 0 && id < vocab) ? table[id * hidden + column] : 0.0f;
   }
 }
 
@@ -151,9 +151,9 @@ bool check_word(const int32_t* word, int32_t expected, int* flag, StreamHandle s
 // Launch failures are not reported per kernel: the enqueue checks cudaGetLastError once after all its ops
 // (device::launch_status), as TensorRT reports a failed enqueue as a whole.
 
-int64_t CudaKernels::embedding(const void* ids, DataType id_type, int64_t count, const float* table, int64_t vocab,
-                               int64_t hidden, float* out) const {
-  if (count * hidden == 0) return -1;
+void CudaKernels::embedding(const void* ids, DataType id_type, int64_t count, const float* table, int64_t vocab,
+                            int64_t hidden, float* out) const {
+  if (count * hidden == 0) return;
   if (id_type == DataType::kInt32) {
     embedding_kernel<<<blocks_for(count * hidden), kThreads, 0, as_stream(stream_)>>>(static_cast<const int32_t*>(ids),
                                                                                       count, table, vocab, hidden, out);
@@ -161,7 +161,6 @@ int64_t CudaKernels::embedding(const void* ids, DataType id_type, int64_t count,
     embedding_kernel<<<blocks_for(count * hidden), kThreads, 0, as_stream(stream_)>>>(static_cast<const int64_t*>(ids),
                                                                                       count, table, vocab, hidden, out);
   }
-  return -1;
 }
 
 void CudaKernels::add(const float* a, const float* b, float* out, int64_t n) const {

@@ -9,15 +9,18 @@ namespace {
 
 class HostKernels final : public Kernels {
  public:
-  int64_t embedding(const void* ids, DataType id_type, int64_t count, const float* table, int64_t vocab, int64_t hidden,
-                    float* out) const override {
+  void embedding(const void* ids, DataType id_type, int64_t count, const float* table, int64_t vocab, int64_t hidden,
+                 float* out) const override {
+    const size_t row_bytes = static_cast<size_t>(hidden) * sizeof(float);
     for (int64_t i = 0; i < count; ++i) {
       const int64_t id =
           id_type == DataType::kInt32 ? static_cast<const int32_t*>(ids)[i] : static_cast<const int64_t*>(ids)[i];
-      if (id < 0 || id >= vocab) return i;
-      std::memcpy(out + i * hidden, table + id * hidden, static_cast<size_t>(hidden) * sizeof(float));
+      if (id < 0 || id >= vocab) {
+        std::memset(out + i * hidden, 0, row_bytes);
+      } else {
+        std::memcpy(out + i * hidden, table + id * hidden, row_bytes);
+      }
     }
-    return -1;
   }
 
   void add(const float* a, const float* b, float* out, int64_t n) const override {

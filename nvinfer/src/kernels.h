@@ -15,9 +15,9 @@ class Kernels {
  public:
   virtual ~Kernels() = default;
 
-  // out[i, :] = table[ids[i], :] for i < count. Returns -1, or the first i whose id is outside [0, vocab) (then
-  // `out` is left partly written).
-  virtual int64_t embedding(const void* ids, DataType id_type, int64_t count, const float* table, int64_t vocab,
+  // out[i, :] = table[ids[i], :] for i < count, and zeros where ids[i] is outside [0, vocab): TensorRT's
+  // IGatherLayer stores zeros for an out-of-bounds index (seen on TensorRT 8.6, nvinfer/README.md), it does not fail.
+  virtual void embedding(const void* ids, DataType id_type, int64_t count, const float* table, int64_t vocab,
                             int64_t hidden, float* out) const = 0;
   virtual void add(const float* a, const float* b, float* out, int64_t n) const = 0;
   // out[r, j] = a[r, j] + bias[j]
@@ -52,14 +52,14 @@ const Kernels& host_kernels();
 // The CUDA mode's kernels (cuda_kernels.cu): each call launches one kernel on `stream` over device pointers and
 // returns without waiting, so an enqueue's ops run in order on its stream, as TensorRT's do. Constructed per
 // enqueue (it only holds the stream). Indices live in device memory, and a bad one cannot fail an enqueue that has
-// already returned: an embedding id outside [0, vocab) writes its row as NaN, a KV-cache write index whose range
-// leaves the cache writes nothing for that batch, an attention position past the keys writes its batch's rows as
-// NaN; each call then returns -1.
+// already returned: an embedding id outside [0, vocab) writes its row as zeros (as the host kernel does), a KV-cache
+// write index whose range leaves the cache writes nothing for that batch, an attention position past the keys writes
+// its batch's rows as NaN; each call then returns -1.
 class CudaKernels final : public Kernels {
  public:
   explicit CudaKernels(StreamHandle stream) : stream_(stream) {}
-  int64_t embedding(const void* ids, DataType id_type, int64_t count, const float* table, int64_t vocab, int64_t hidden,
-                    float* out) const override;
+  void embedding(const void* ids, DataType id_type, int64_t count, const float* table, int64_t vocab, int64_t hidden,
+                 float* out) const override;
   void add(const float* a, const float* b, float* out, int64_t n) const override;
   void add_bias(const float* a, const float* bias, float* out, int64_t rows, int64_t width) const override;
   void scale(const float* a, float factor, float* out, int64_t n) const override;

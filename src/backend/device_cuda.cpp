@@ -83,9 +83,10 @@ void DeviceBuffer::release() {
 Error DeviceBuffer::allocate(engine::MemoryKind kind, size_t bytes, Diagnostic& why) {
   release();
   kind_ = kind;
-  if (bytes == 0) return Error::Ok;
+  // Never null, even for 0 bytes: TensorRT refuses a null tensor address (engine::io_address_aligned).
+  const size_t allocated = bytes == 0 ? 256 : bytes;
   if (kind == engine::MemoryKind::kDevice) {
-    const cudaError_t status = cudaMalloc(&data_, bytes);
+    const cudaError_t status = cudaMalloc(&data_, allocated);
     if (status != cudaSuccess) {
       data_ = nullptr;
       // Out of memory is MemoryAllocationFailed; anything else (a sticky error, no device) is CUDA failing.
@@ -94,7 +95,7 @@ Error DeviceBuffer::allocate(engine::MemoryKind kind, size_t bytes, Diagnostic& 
     }
   } else {
     // 256-byte alignment matches what cudaMalloc gives, so host and device engines see the same guarantees.
-    data_ = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    data_ = std::aligned_alloc(256, (allocated + 255) / 256 * 256);
     if (data_ == nullptr)
       return fail(why, Error::MemoryAllocationFailed, "could not allocate %zu bytes of engine scratch memory", bytes);
   }
@@ -297,11 +298,7 @@ Error DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input
       on_device ? "256-byte-aligned device memory instead, which is bound in place" : "device memory instead";
   const Error fits = fits_staging(state_, why_, k, bytes, role, name, instead);
   if (fits != Error::Ok) return fits;
-  if (data == nullptr && bytes > 0)
-    return fail(why_, Error::InvalidArgument,
-                "%s '%s' has no memory (a null data pointer for %zu bytes): ExecuTorch planned none for it; give "
-                "it a buffer (Module::set_output for an output, a tensor with data for an input)",
-                role, name, bytes);
+  if (data == nullptr && bytes > 0) return refuse_missing_memory(why_, role, name, bytes);
   *address = staging.data();
   state_.staged[k] = 1;
   if (is_input && bytes > 0) {

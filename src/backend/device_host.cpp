@@ -25,10 +25,10 @@ Error DeviceBuffer::allocate(engine::MemoryKind kind, size_t bytes, Diagnostic& 
   if (kind != engine::MemoryKind::kHost)
     return fail(why, Error::NotSupported, "device memory requested, but %s", kNoCuda);
   kind_ = kind;
-  if (bytes == 0) return Error::Ok;
   // 256-byte alignment matches what cudaMalloc gives, so host and device
-  // engines see the same alignment guarantees.
-  const size_t rounded = (bytes + 255) / 256 * 256;
+  // engines see the same alignment guarantees. Never null, even for 0 bytes:
+  // TensorRT refuses a null tensor address (engine::io_address_aligned).
+  const size_t rounded = bytes == 0 ? 256 : (bytes + 255) / 256 * 256;
   data_ = std::aligned_alloc(256, rounded);
   if (data_ == nullptr)
     return fail(why, Error::MemoryAllocationFailed, "could not allocate %zu bytes of engine scratch memory", bytes);

@@ -31,6 +31,13 @@ Error fits_staging(const DeviceState& state, Diagnostic& why, size_t k, size_t b
               role, name, bytes, capacity, instead);
 }
 
+Error refuse_missing_memory(Diagnostic& why, const char* role, const char* name, size_t bytes) {
+  return fail(why, Error::InvalidArgument,
+              "%s '%s' has no memory (a null data pointer for %zu bytes): ExecuTorch planned none for it; give it a "
+              "buffer (Module::set_output for an output, a tensor with data for an input)",
+              role, name, bytes);
+}
+
 Error prepare_host_staging(DeviceState* state, const std::vector<size_t>& staging_bytes, Diagnostic& why) {
   return make_staging_buffers(state, engine::MemoryKind::kHost, staging_bytes, why);
 }
@@ -44,6 +51,7 @@ Error bind_host(DeviceState& state, Diagnostic& why, size_t k, executorch::aten:
     return Error::Ok;
   }
   const size_t bytes = tensor.nbytes();
+  if (data == nullptr && bytes > 0) return refuse_missing_memory(why, is_input ? "input" : "output", name, bytes);
   const Error fits = fits_staging(state, why, k, bytes, is_input ? "input" : "output", name,
                                   "256-byte-aligned memory instead, which is bound in place");
   if (fits != Error::Ok) return fits;

@@ -20,6 +20,9 @@ namespace etrt::backend {
 
 // Makes one buffer of `kind` per delegate argument, `staging_bytes[k]` each, and clears the staged flags. A failure
 // is DeviceBuffer::allocate's, its reason prefixed with the argument.
+// InvalidArgument naming a tensor argument with no memory (a null data pointer for `bytes` > 0), and what to give
+// it instead. TensorRT refuses a null address, so a null tensor is staged when empty and refused otherwise.
+[[nodiscard]] Error refuse_missing_memory(Diagnostic& why, const char* role, const char* name, size_t bytes);
 [[nodiscard]] Error make_staging_buffers(DeviceState* state, engine::MemoryKind kind,
                                          const std::vector<size_t>& staging_bytes, Diagnostic& why);
 

@@ -66,9 +66,10 @@ struct TensorDesc {
 // place and stages the rest.
 inline constexpr size_t kIoAddressAlignment = 256;
 
-// Whether TensorRT takes `address` as it is (kIoAddressAlignment).
+// Whether TensorRT takes `address` as it is: aligned (kIoAddressAlignment) and not null, since enqueueV3 refuses a
+// null address even for an empty tensor (seen on TensorRT 8.6); the backend stages anything else.
 inline bool io_address_aligned(const void* address) {
-  return reinterpret_cast<uintptr_t>(address) % kIoAddressAlignment == 0;
+  return address != nullptr && reinterpret_cast<uintptr_t>(address) % kIoAddressAlignment == 0;
 }
 
 // Where the engine's tensors live. Host: plain pointers the CPU can touch.

@@ -1,6 +1,6 @@
 #include "engine/tensorrt/nvinfer_io.h"
 
-#include <NvInferVersion.h>
+#include "engine/tensorrt/nvinfer_compat.h"
 
 #include <string_view>
 #include <unordered_map>
@@ -11,7 +11,8 @@ namespace etrt::engine::tensorrt {
 namespace {
 
 // NvInfer's element types that etrt names: TensorRT's spelling of each and, for those etrt binds, etrt's own type.
-// By value, so that the enumerators 10.1's header lacks (kFP4 = 10 and kE8M0 = 11 arrived later) need not be named.
+// By value, so that the enumerators an older header lacks need not be named: 8.6 has none of kBF16 = 7, kINT64 = 8
+// and kINT4 = 9; 10.1 lacks kFP4 = 10 and kE8M0 = 11.
 struct TypeRow {
   int32_t trt;  // the nvinfer1::DataType
   const char* name;
@@ -22,14 +23,14 @@ constexpr int32_t value_of(nvinfer1::DataType t) { return static_cast<int32_t>(t
 constexpr TypeRow kTypes[] = {
     {value_of(nvinfer1::DataType::kFLOAT), "FLOAT", true, DataType::kFloat32},
     {value_of(nvinfer1::DataType::kHALF), "HALF", true, DataType::kFloat16},
-    {value_of(nvinfer1::DataType::kBF16), "BF16", true, DataType::kBFloat16},
+    {7, "BF16", true, DataType::kBFloat16},
     {value_of(nvinfer1::DataType::kINT8), "INT8", true, DataType::kInt8},
     {value_of(nvinfer1::DataType::kUINT8), "UINT8", true, DataType::kUInt8},
     {value_of(nvinfer1::DataType::kINT32), "INT32", true, DataType::kInt32},
-    {value_of(nvinfer1::DataType::kINT64), "INT64", true, DataType::kInt64},
+    {8, "INT64", true, DataType::kInt64},
     {value_of(nvinfer1::DataType::kBOOL), "BOOL", true, DataType::kBool},
     {value_of(nvinfer1::DataType::kFP8), "FP8", false, DataType::kFloat32},
-    {value_of(nvinfer1::DataType::kINT4), "INT4", false, DataType::kFloat32},
+    {9, "INT4", false, DataType::kFloat32},
     {10, "FP4", false, DataType::kFloat32},
     {11, "E8M0", false, DataType::kFloat32},
 };
@@ -65,14 +66,6 @@ Shape to_shape(const nvinfer1::Dims& d) {
   for (int32_t i = 0; i < d.nbDims; ++i) s.d[i] = d.d[i];
   return s;
 }
-
-// getAliasedInputTensor and IKVCacheUpdateLayer first appear in TensorRT 10.15; engines of older versions have no
-// aliased outputs.
-#if NV_TENSORRT_MAJOR > 10 || (NV_TENSORRT_MAJOR == 10 && NV_TENSORRT_MINOR >= 15)
-#define ETRT_TENSORRT_HAS_ALIASES 1
-#else
-#define ETRT_TENSORRT_HAS_ALIASES 0
-#endif
 
 // Fills each output's aliased_input from the engine's own alias table.
 Error describe_aliases(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io, Diagnostic& why) {
@@ -147,8 +140,8 @@ Error describe_io(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io, Di
     // etrt hands TensorRT dense row-major buffers; a vectorized layout (kHWC8,
     // kCHW32, ...) would read them wrongly, so refuse it here rather than at run.
     for (int32_t p = 0; p < profiles && !desc.is_shape_tensor; ++p) {
-      if (engine.getTensorFormat(name, p) != nvinfer1::TensorFormat::kLINEAR) {
-        const char* format = engine.getTensorFormatDesc(name, p);
+      if (nv::tensor_format(engine, name, p) != nvinfer1::TensorFormat::kLINEAR) {
+        const char* format = nv::tensor_format_desc(engine, name, p);
         return fail(why, Error::NotSupported,
                     "engine IO tensor %d '%s' uses a non-linear layout under profile %d (%s); etrt binds dense "
                     "row-major tensors only: build the engine with kLINEAR IO formats (the default; drop "

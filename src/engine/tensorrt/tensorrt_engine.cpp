@@ -9,21 +9,19 @@
 // The policy (which profile, whether a shape fits) lives in the backend and
 // the profile core, where the CPU tests reach it; nothing here decides.
 //
-// Only calls present in both TensorRT 10.x (>= 10.1) and 11.x are used; 11.0
-// removed createExecutionContextWithoutDeviceMemory, getDeviceMemorySize(ForProfile)
-// and allInputShapesSpecified, so user-managed memory goes through
-// createExecutionContext(kUSER_MANAGED), getDeviceMemorySizeV2 and
-// setDeviceMemoryV2 (all new in 10.1).
+// TensorRT 8.6, 10.1+ and 11.x: the calls whose spelling differs between them
+// (device memory, Dims' extents, per-profile formats, weight streaming) go
+// through nvinfer_compat.h, the one place that asks which version this is.
 
 #include "engine/tensorrt/tensorrt_engine.h"
 
+#include "engine/tensorrt/nvinfer_compat.h"
 #include "engine/tensorrt/nvinfer_errors.h"
 #include "engine/tensorrt/nvinfer_io.h"
 
 #include "common/shape_text.h"
 
 #include <NvInferRuntime.h>
-#include <NvInferVersion.h>
 #if ETRT_WITH_CUDA
 #include <cuda_runtime_api.h>
 #endif
@@ -31,23 +29,11 @@
 #include <limits>
 #include <memory>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
-#if NV_TENSORRT_MAJOR < 10 || (NV_TENSORRT_MAJOR == 10 && NV_TENSORRT_MINOR < 1)
-#error "etrt's TensorRT adapter needs TensorRT 10.1 or newer (getDeviceMemorySizeV2, setDeviceMemoryV2)."
-#endif
-
 namespace etrt::engine::tensorrt {
 namespace {
-
-// What the translations below assume of NvInfer's types; -Wconversion alone
-// would not notice a size_t turning into int64_t.
-static_assert(nvinfer1::Dims::MAX_DIMS == kMaxRank, "etrt::Shape must hold exactly what nvinfer1::Dims holds");
-static_assert(std::is_same<nvinfer1::Dims, nvinfer1::Dims64>::value, "nvinfer1::Dims must be Dims64 (int64_t dims)");
-static_assert(std::is_same<decltype(std::declval<nvinfer1::ICudaEngine&>().getDeviceMemorySizeV2()), int64_t>::value,
-              "getDeviceMemorySizeV2 must return int64_t");
 
 // ---- the engine's state, shared with its contexts ------------------------------
 
@@ -74,9 +60,7 @@ class TensorRTContext final : public ExecutionContext {
   // logger; from here on they go to this context's recorder.
   bool create(bool user_managed_memory) {
     user_managed_ = user_managed_memory;
-    context_.reset(loaded_->engine->createExecutionContext(
-        user_managed_memory ? nvinfer1::ExecutionContextAllocationStrategy::kUSER_MANAGED
-                            : nvinfer1::ExecutionContextAllocationStrategy::kSTATIC));
+    context_.reset(nv::create_context(*loaded_->engine, user_managed_memory));
     if (context_ == nullptr) return false;
     context_->setErrorRecorder(&recorder_);
     return true;
@@ -104,8 +88,11 @@ class TensorRTContext final : public ExecutionContext {
                   kMaxRank);
     }
     nvinfer1::Dims dims{};
-    dims.nbDims = shape.rank;
-    for (int32_t i = 0; i < shape.rank; ++i) dims.d[i] = shape.d[i];
+    if (!nv::to_dims(shape, &dims)) {
+      return fail(why, Error::InvalidArgument,
+                  "input '%s': shape %s has an extent this TensorRT (%d.%d) cannot hold in nvinfer1::Dims",
+                  name_of(io_index), shape_text(shape).c_str(), NV_TENSORRT_MAJOR, NV_TENSORRT_MINOR);
+    }
     const uint64_t mark = recorder_.errors().mark();
     if (context_->setInputShape(name(io_index), dims)) return Error::Ok;
     return fail_since(why, Error::InvalidArgument, recorder_.errors(), mark,
@@ -141,20 +128,22 @@ class TensorRTContext final : public ExecutionContext {
                   "set_device_memory on a context TensorRT allocates for itself; create it with "
                   "ContextOptions::user_managed_memory = true to supply its memory");
     }
-    const int64_t needed = loaded_->engine->getDeviceMemorySizeV2();
+    const int64_t needed = nv::device_memory_size(*loaded_->engine);
     const int64_t given = size > static_cast<size_t>(std::numeric_limits<int64_t>::max())
                               ? std::numeric_limits<int64_t>::max()
                               : static_cast<int64_t>(size);
     if (given < needed || (memory == nullptr && needed > 0)) {
       return fail(
           why, Error::InvalidArgument,
-          "scratch memory of %zu bytes at %s is not enough: the engine needs %lld bytes (getDeviceMemorySizeV2)", size,
-          memory != nullptr ? "a device address" : "nullptr", static_cast<long long>(needed));
+          "scratch memory of %zu bytes at %s is not enough: the engine needs %lld bytes (%s)", size,
+          memory != nullptr ? "a device address" : "nullptr", static_cast<long long>(needed), nv::kDeviceMemorySizeCall);
     }
     const uint64_t mark = recorder_.errors().mark();
-    context_->setDeviceMemoryV2(memory, given);  // returns nothing; a problem reaches the recorder
-    if (recorder_.errors().mark() != mark)
-      return fail_since(why, Error::Internal, recorder_.errors(), mark, "setDeviceMemoryV2(%zu bytes) failed", size);
+    nv::set_device_memory(*context_, memory, given);  // returns nothing; a problem reaches the recorder
+    if (recorder_.errors().mark() != mark) {
+      return fail_since(why, Error::Internal, recorder_.errors(), mark, "%s(%zu bytes) failed",
+                        nv::kSetDeviceMemoryCall, size);
+    }
     memory_set_ = true;
     return Error::Ok;
   }
@@ -243,22 +232,30 @@ class TensorRTEngine final : public Engine {
   MemoryKind memory_kind() const override { return loaded_->memory_kind; }
 
   size_t device_memory_size() const override {
-    const int64_t size = loaded_->engine->getDeviceMemorySizeV2();
+    const int64_t size = nv::device_memory_size(*loaded_->engine);
     return size > 0 ? static_cast<size_t>(size) : 0;
   }
 
-  int64_t streamable_weights_size() const override { return loaded_->engine->getStreamableWeightsSize(); }
+  int64_t streamable_weights_size() const override { return nv::streamable_weights_size(*loaded_->engine); }
   int64_t weight_streaming_automatic_budget() const override {
-    return loaded_->engine->getWeightStreamingAutomaticBudget();
+    return nv::weight_streaming_automatic_budget(*loaded_->engine);
   }
-  int64_t weight_streaming_budget() const override { return loaded_->engine->getWeightStreamingBudgetV2(); }
+  int64_t weight_streaming_budget() const override { return nv::weight_streaming_budget(*loaded_->engine); }
 
   Error set_weight_streaming_budget(int64_t bytes, Diagnostic& why) override {
+#if ETRT_TENSORRT_8
+    return fail(why, Error::NotSupported,
+                "setWeightStreamingBudget(%lld): TensorRT 8.6 has no weight streaming (it arrived in 10.0); the "
+                "engine keeps all its weights on the device",
+                static_cast<long long>(bytes));
+#else
     const uint64_t mark = loaded_->logger.errors().mark();
-    if (loaded_->engine->setWeightStreamingBudgetV2(bytes)) return Error::Ok;
+    if (nv::set_weight_streaming_budget(*loaded_->engine, bytes)) return Error::Ok;
     return fail_since(why, Error::InvalidArgument, loaded_->logger.errors(), mark,
                       "setWeightStreamingBudgetV2(%lld) failed", static_cast<long long>(bytes));
+#endif
   }
+
 
   Error create_context(const ContextOptions& options, std::unique_ptr<ExecutionContext>* out,
                        Diagnostic& why) override {
@@ -266,8 +263,8 @@ class TensorRTEngine final : public Engine {
     auto context = std::make_unique<TensorRTContext>(loaded_);
     if (!context->create(options.user_managed_memory)) {
       return fail_since(
-          why, Error::Internal, loaded_->logger.errors(), mark, "createExecutionContext(%s) on device %lld failed",
-          options.user_managed_memory ? "kUSER_MANAGED" : "kSTATIC", static_cast<long long>(loaded_->device_id));
+          why, Error::Internal, loaded_->logger.errors(), mark, "%s on device %lld failed",
+          nv::create_context_call(options.user_managed_memory), static_cast<long long>(loaded_->device_id));
     }
     *out = std::move(context);
     return Error::Ok;

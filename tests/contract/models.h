@@ -1,0 +1,102 @@
+#pragma once
+// The models the NvInfer contract suite runs, as data: one description per model, which plans_gpufree.cpp turns
+// into a GPU-free engine (etrt::gpufree::Builder) and plans_nvidia.cpp into NVIDIA's INetworkDefinition, so one
+// definition yields both engines and both must give the same numbers (reference() below). Only what TensorRT 8.6
+// can build: INT32 token ids (8.6 has no INT64 tensors), FLOAT everything else.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/data_type.h"
+#include "fixtures.h"
+
+namespace etrt::contract {
+
+struct TensorSpec {
+  std::string name;
+  DataType dtype;
+  std::vector<int64_t> shape;  // -1 marks a dynamic dim
+};
+
+struct Bounds {
+  std::vector<int64_t> min, opt, max;
+};
+
+struct ConstantSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+};
+
+// embedding: ids (int32) gathered from the constant table [V, H] -> [..., H]; matmul: a [..., K] x constant [K, N];
+// scale: a * factor.
+enum class OpKind : uint8_t { kEmbedding, kMatMul, kScale };
+struct OpSpec {
+  OpKind kind;
+  std::string a, b, out;  // b: the constant, where the op takes one
+  float factor = 1.0f;
+};
+
+struct ModelSpec {
+  std::string label;
+  std::vector<TensorSpec> inputs, outputs;
+  std::vector<std::vector<Bounds>> profiles;  // [profile][input]; empty: one implicit profile (all inputs static)
+  std::vector<ConstantSpec> constants;
+  std::vector<OpSpec> ops;
+};
+
+inline constexpr int64_t kVocab = fixtures::kVocab;
+inline constexpr int64_t kHidden = fixtures::kHidden;
+
+inline Bounds ids_bounds(int64_t lo, int64_t opt, int64_t hi) { return {{1, lo}, {1, opt}, {1, hi}}; }
+
+// input_ids [1, S] int32 -> logits [1, S, kHidden] = embedding(ids, table) x weight, under `profiles` (bounds of S).
+inline ModelSpec llm(std::string label, std::vector<Bounds> profiles) {
+  ModelSpec m;
+  m.label = std::move(label);
+  m.inputs = {{"input_ids", DataType::kInt32, {1, -1}}};
+  m.outputs = {{"logits", DataType::kFloat32, {1, -1, kHidden}}};
+  for (Bounds& b : profiles) m.profiles.push_back({std::move(b)});
+  m.constants = {{"table", {kVocab, kHidden}, fixtures::table()}, {"weight", {kHidden, kHidden}, fixtures::weight()}};
+  m.ops = {{OpKind::kEmbedding, "input_ids", "table", "hidden"}, {OpKind::kMatMul, "hidden", "weight", "logits"}};
+  return m;
+}
+
+inline constexpr int32_t kDecode = 0;
+inline constexpr int32_t kPrefill = 1;
+inline constexpr int64_t kMaxPrefill = 2048;
+
+// The RFC's workload: decode profile S = 1, prefill profile S = 32..2048.
+inline ModelSpec two_profile_llm() {
+  return llm("contract_llm", {ids_bounds(1, 1, 1), ids_bounds(32, 512, kMaxPrefill)});
+}
+// Three overlapping profiles: exactly one token, 1..64, 1..2048.
+inline ModelSpec three_profile_llm() {
+  return llm("contract_overlap", {ids_bounds(1, 1, 1), ids_bounds(1, 16, 64), ids_bounds(1, 256, kMaxPrefill)});
+}
+// x [1, 4] -> y = 2x: static, one implicit profile.
+inline ModelSpec static_scale() {
+  ModelSpec m;
+  m.label = "contract_static";
+  m.inputs = {{"x", DataType::kFloat32, {1, 4}}};
+  m.outputs = {{"y", DataType::kFloat32, {1, 4}}};
+  m.ops = {{OpKind::kScale, "x", "", "y", 2.0f}};
+  return m;
+}
+// x [1, N] -> y = 2x with N = 0..8: a profile that admits empty tensors.
+inline ModelSpec empty_capable_scale() {
+  ModelSpec m = static_scale();
+  m.label = "contract_empty";
+  m.inputs = {{"x", DataType::kFloat32, {1, -1}}};
+  m.outputs = {{"y", DataType::kFloat32, {1, -1}}};
+  m.profiles = {{{{1, 0}, {1, 4}, {1, 8}}}};
+  return m;
+}
+
+// What the llm models compute for `ids`: [S] -> [S * kHidden].
+inline std::vector<float> llm_reference(const std::vector<int32_t>& ids) {
+  return fixtures::expected_logits(std::vector<int64_t>(ids.begin(), ids.end()));
+}
+
+}  // namespace etrt::contract

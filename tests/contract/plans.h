@@ -1,0 +1,48 @@
+#pragma once
+// The two implementations the NvInfer contract suite runs against, behind one interface: plans_gpufree.cpp (the
+// project's GPU-free NvInfer, host-memory engines: CI) and plans_nvidia.cpp (NVIDIA's TensorRT and its builder, on
+// a GPU). Each builds a model's plan and provides the memory its engines read and write.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "models.h"
+
+namespace etrt::contract {
+
+// "GPU-free NvInfer" or "NVIDIA TensorRT <version>".
+std::string implementation();
+// True for NVIDIA's TensorRT.
+bool is_nvidia();
+
+// The serialized plan of `model`, or empty with the reason in *error. NVIDIA's builder needs a GPU and takes
+// seconds: callers keep plans for the whole suite.
+std::vector<uint8_t> build_plan(const ModelSpec& model, std::string* error);
+
+// Memory an engine of this implementation binds: device memory for NVIDIA's TensorRT, host memory for GPU-free
+// host engines. 256-byte aligned; freed on destruction.
+class Memory {
+ public:
+  explicit Memory(size_t bytes);
+  ~Memory();
+  Memory(const Memory&) = delete;
+  Memory& operator=(const Memory&) = delete;
+  void* data() const { return data_; }
+  size_t size() const { return size_; }
+  void upload(const void* host, size_t bytes);   // synchronous
+  void download(void* host, size_t bytes) const;  // synchronous, after the stream's work is done
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// The stream enqueues use (nullptr for host engines), and waiting for it.
+engine::StreamHandle stream();
+void synchronize();
+
+}  // namespace etrt::contract

@@ -1,0 +1,61 @@
+// The NvInfer contract suite's GPU-free side: plans from etrt::gpufree::Builder as host-memory engines, so the suite
+// runs in CI without a GPU.
+
+#include <cstdlib>
+#include <cstring>
+
+#include "etrt_gpufree/builder.h"
+#include "plans.h"
+
+namespace etrt::contract {
+namespace {
+
+Shape to_shape(const std::vector<int64_t>& dims) {
+  Shape s;
+  s.rank = static_cast<int32_t>(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) s.d[i] = dims[i];
+  return s;
+}
+
+}  // namespace
+
+std::string implementation() { return "GPU-free NvInfer"; }
+bool is_nvidia() { return false; }
+
+std::vector<uint8_t> build_plan(const ModelSpec& model, std::string* error) {
+  gpufree::Builder b(model.label);
+  for (const TensorSpec& t : model.inputs) b.add_input(t.name, t.dtype, to_shape(t.shape));
+  for (const TensorSpec& t : model.outputs) b.add_output(t.name, t.dtype, to_shape(t.shape));
+  for (const std::vector<Bounds>& profile : model.profiles) {
+    const int32_t p = b.add_profile();
+    for (size_t i = 0; i < profile.size(); ++i) {
+      b.set_profile_shape(p, model.inputs[i].name, to_shape(profile[i].min), to_shape(profile[i].opt),
+                          to_shape(profile[i].max));
+    }
+  }
+  for (const ConstantSpec& c : model.constants) b.add_constant(c.name, to_shape(c.shape), c.values);
+  for (const OpSpec& op : model.ops) {
+    switch (op.kind) {
+      case OpKind::kEmbedding: b.embedding(op.a, op.b, op.out); break;
+      case OpKind::kMatMul: b.matmul(op.a, op.b, op.out); break;
+      case OpKind::kScale: b.scale(op.a, op.factor, op.out); break;
+    }
+  }
+  b.set_memory_kind(gpufree::MemoryKind::kHost).set_tracing(false);
+  return b.build(error);
+}
+
+Memory::Memory(size_t bytes) : size_(bytes) {
+  const size_t rounded = (bytes + engine::kIoAddressAlignment - 1) / engine::kIoAddressAlignment *
+                         engine::kIoAddressAlignment;
+  data_ = std::aligned_alloc(engine::kIoAddressAlignment, rounded > 0 ? rounded : engine::kIoAddressAlignment);
+  std::memset(data_, 0, rounded > 0 ? rounded : engine::kIoAddressAlignment);
+}
+Memory::~Memory() { std::free(data_); }
+void Memory::upload(const void* host, size_t bytes) { std::memcpy(data_, host, bytes); }
+void Memory::download(void* host, size_t bytes) const { std::memcpy(host, data_, bytes); }
+
+engine::StreamHandle stream() { return nullptr; }
+void synchronize() {}
+
+}  // namespace etrt::contract
