@@ -70,4 +70,17 @@ inline constexpr char kCounterExecutions[] = "executions";
 /// The profile used by the most recent execution of any etrt delegate.
 inline constexpr char kCounterLastProfile[] = "last_profile";
 
+/// What libetrt did about a CUDA device allocator when it loaded (one of
+/// CudaAllocatorState). A program exported with a CUDA target device (every
+/// Torch-TensorRT export) needs one registered with ExecuTorch; the CUDA build
+/// of libetrt registers its own unless another library did first or
+/// ETRT_REGISTER_CUDA_ALLOCATOR=0. docs/gpu-testing.md, "Device-placed programs".
+inline constexpr char kCudaAllocatorState[] = "cuda_allocator";
+enum CudaAllocatorState : int {
+  kCudaAllocatorNoneInThisBuild = 0,  ///< a build without CUDA: registers none
+  kCudaAllocatorRegistered = 1,       ///< libetrt registered its allocator
+  kCudaAllocatorOtherLibrary = 2,     ///< another library registered one first; ExecuTorch uses that
+  kCudaAllocatorOptedOut = 3,         ///< ETRT_REGISTER_CUDA_ALLOCATOR=0 (or false, off, no)
+};
+
 }  // namespace etrt

@@ -47,7 +47,7 @@ def _err(msg: str) -> None:
     print(f"etrt: error: {_one_line(msg)}", file=sys.stderr)
 
 
-def _load(path: str):
+def _load(path: str, runtime: str = "unknown"):
     """validate_program on a path, mapping unreadable input to UsageError."""
     from .pte import PteError
     from .validate import validate_program
@@ -58,7 +58,7 @@ def _load(path: str):
     if p.is_dir():
         raise UsageError(f"{path}: is a directory, expected a .pte file")
     try:
-        return validate_program(path)
+        return validate_program(path, runtime)
     except PteError as e:
         raise UsageError(f"{path}: {e}") from None
 
@@ -97,7 +97,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from .validate import BAD_INPUT_CODES
 
-    result = _load(args.pte)
+    result = _load(args.pte, args.runtime)
     bad = _bad_input_messages(args.pte, result)
     failed = bool(result.errors) or (args.strict and bool(result.warnings))
     if args.json:
@@ -437,6 +437,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("pte", help="the .pte file")
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
     p.add_argument("--strict", action="store_true", help="treat warnings as errors (exit 1)")
+    p.add_argument("--runtime", choices=("unknown", "cpu", "cuda"), default="unknown",
+                   help="the runtime the program will meet, for programs with memory on CUDA (Torch-TensorRT's "
+                        "exports): cpu = a CPU build of etrt or ExecuTorch's PyPI wheel (no CUDA device allocator: "
+                        "an error), cuda = a CUDA build of etrt or ExecuTorch's CUDA backend; default: a warning")
     g = p.add_mutually_exclusive_group()
     g.add_argument("-q", "--quiet", action="store_true", help="print nothing when the program passes")
     g.add_argument("-v", "--verbose", action="store_true", help="also print informational findings")

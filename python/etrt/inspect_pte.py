@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from .analysis import WEIGHT_STREAMING_BUDGET, DelegateInfo, describe_aliases, parse_byte_count, printable
+from .analysis import (WEIGHT_STREAMING_BUDGET, DelegateInfo, describe_aliases, parse_byte_count, printable,
+                       program_placement)
 from .pte import describe_value
 from .signature import Signature, format_shape
 from .validate import ValidationResult, validate_program
@@ -31,7 +32,7 @@ def inspect_program(source: Any) -> Dict[str, Any]:
 def _value(v: Dict[str, Any], index: int) -> Dict[str, Any]:
     if v["kind"] == "tensor":
         return {"value": index, "kind": "tensor", "dtype": v["dtype"], "sizes": v["sizes"],
-                "dynamism": v["dynamism"], "planned": v["planned"], "nbytes": v["nbytes"]}
+                "dynamism": v["dynamism"], "planned": v["planned"], "nbytes": v["nbytes"], "device": v["device"]}
     return {"value": index, "kind": v["kind"], "value_of": v.get("value")}
 
 
@@ -91,7 +92,8 @@ def _delegate(d: DelegateInfo, plan: Optional[Dict[str, Any]]) -> Dict[str, Any]
         if b.name in bound:
             a = bound[b.name]
             e["bound_to"] = None if a is None else {"value": a.value_index, "dtype": a.value["dtype"],
-                                                    "sizes": a.value["sizes"], "dynamism": a.value["dynamism"]}
+                                                    "sizes": a.value["sizes"], "dynamism": a.value["dynamism"],
+                                                    "device": a.value.get("device", "cpu")}
         return e
 
     out["io_bindings"] = [binding(b) for b in md.io_bindings]
@@ -147,8 +149,10 @@ def report_from_result(result: ValidationResult) -> Dict[str, Any]:
     program = pte.get("program") or {}
     plans = program.get("execution_plan") or []
     methods = []
+    placements = program_placement(pte)
     for mi, plan in enumerate(plans):
         values = plan.get("values") or []
+        placement = placements[mi]
 
         def io(indices: List[int]) -> List[Dict[str, Any]]:
             return [_value(describe_value(values[i]), i) if 0 <= i < len(values) else {"value": i}
@@ -161,6 +165,12 @@ def report_from_result(result: ValidationResult) -> Dict[str, Any]:
             "inputs": io(plan.get("inputs") or []),
             "outputs": io(plan.get("outputs") or []),
             "non_const_buffer_sizes": plan.get("non_const_buffer_sizes"),
+            # Where each planned buffer lives (non_const_buffer_device; CPU where absent), the tensors on a
+            # device, and the host/device copies ExecuTorch inserted around device-placed delegate calls.
+            "buffers": [{"index": b.index, "size": b.size, "device": b.device} for b in placement.buffers],
+            "device_values": {str(k): v for k, v in sorted(placement.device_values.items())},
+            "copies": [{"chain": c.chain, "instruction": c.instruction, "op": c.op, "direction": c.direction,
+                        "source": c.source, "destination": c.destination} for c in placement.copies],
             "delegates": [_delegate(d, plan) for d in result.delegates if d.ref.method_index == mi],
         })
     return {
@@ -194,7 +204,8 @@ def _tensor_text(v: Dict[str, Any]) -> str:
     if v.get("kind") != "tensor":
         return f"v{v['value']} {v.get('kind', '?')}" + (f" = {v['value_of']}" if v.get("value_of") is not None else "")
     dyn = {"DYNAMIC_BOUND": " (upper bound)", "DYNAMIC_UNBOUND": " (unbound)"}.get(v["dynamism"], "")
-    return f"v{v['value']} {v['dtype']} {format_shape(v['sizes'])}{dyn}"
+    on = f" on {v['device']}" if v.get("device", "cpu") != "cpu" else ""
+    return f"v{v['value']} {v['dtype']} {format_shape(v['sizes'])}{dyn}{on}"
 
 
 def _binding_text(b: Dict[str, Any]) -> str:
@@ -205,7 +216,8 @@ def _binding_text(b: Dict[str, Any]) -> str:
         if t is None:
             return text + f"  {arrow} no tensor (written in place into its input only)"
         dyn = " (upper bound)" if t["dynamism"] == "DYNAMIC_BOUND" else ""
-        text += f"  {arrow} v{t['value']} {t['dtype']} {format_shape(t['sizes'])}{dyn}"
+        on = f" on {t['device']}" if t.get("device", "cpu") != "cpu" else ""
+        text += f"  {arrow} v{t['value']} {t['dtype']} {format_shape(t['sizes'])}{dyn}{on}"
     return text
 
 
@@ -254,6 +266,16 @@ def format_report(report: Dict[str, Any], infos: bool = True) -> str:
                      f"{len(m['delegates'])} delegate(s)")
         lines.append("  inputs:  " + ("; ".join(_tensor_text(v) for v in m["inputs"]) or "none"))
         lines.append("  outputs: " + ("; ".join(_tensor_text(v) for v in m["outputs"]) or "none"))
+        lines.append("  memory:  " + ("; ".join(f"buffer {b['index']} {_size(b['size'])} on {b['device']}"
+                                                for b in m["buffers"]) or "no planned buffers"))
+        if m["device_values"]:
+            by_device: Dict[str, List[str]] = {}
+            for vi, dev in m["device_values"].items():
+                by_device.setdefault(dev, []).append(f"v{vi}")
+            lines.append("  device tensors: " + "; ".join(f"{dev}: {', '.join(vs)}" for dev, vs in by_device.items()))
+        for c in m["copies"]:
+            lines.append(f"  copy: instruction {c['instruction']} {c['op']} ({c['direction']}) "
+                         f"v{c['source']} -> v{c['destination']}")
         for d in m["delegates"]:
             where = f"instruction {d['instruction']}" if d["instruction"] is not None else "never called"
             storage = d["storage"]

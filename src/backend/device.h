@@ -168,12 +168,14 @@ class DeviceCall {
   // another device, larger than its staging buffer, null), Internal when the staging copy itself fails.
   [[nodiscard]] Error bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name, void** address);
 
-  // True when bind() would bind `tensor` as it is, without staging: 256-byte-aligned memory for a host engine;
+  // True when bind() would bind `tensor` as it is, without staging: 256-byte-aligned host memory for a host engine;
   // for a device engine also memory of the delegate's device or managed memory, which CUDA is asked about, as
   // bind() asks it, on every call. No side effects: a repeated execution (Delegate::Repeat) checks with it that
   // each argument is still where it was bound.
   bool binds_in_place(const executorch::aten::Tensor& tensor) const {
-    return engine::io_address_aligned(tensor.const_data_ptr()) && (!state_.device || on_delegate_device(tensor));
+    return engine::io_address_aligned(tensor.const_data_ptr()) &&
+           (state_.device ? on_delegate_device(tensor)
+                          : tensor.device_type() == executorch::runtime::etensor::DeviceType::CPU);
   }
 
   // After a successful enqueue: copies every staged output (arguments first_output.. of `tensors`) back into its

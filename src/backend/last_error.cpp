@@ -57,5 +57,11 @@ void report_error(const char* delegate, const char* format, ...) {
   log_error_lines(t_last_error);
 }
 
+void report_error_of(const char* who, const char* message) {
+  std::snprintf(t_last_error, kMaxMessage, "%s: %s", who, message);
+  thread_state().has_error = true;
+  log_error_lines(t_last_error);
+}
+
 }  // namespace backend
 }  // namespace etrt

@@ -9,4 +9,7 @@ namespace etrt::backend {
 // Formats "TensorRT delegate <delegate>: <message>" into the thread's last-error buffer and logs it at Error level.
 ETRT_COLD void report_error(const char* delegate, const char* format, ...) ETRT_PRINTF_FORMAT(2, 3);
 
+// The same for a refusal that belongs to no delegate: "<who>: <message>" (etrt's CUDA device allocator).
+ETRT_COLD void report_error_of(const char* who, const char* message);
+
 }  // namespace etrt::backend

@@ -42,9 +42,26 @@ Error prepare_host_staging(DeviceState* state, const std::vector<size_t>& stagin
   return make_staging_buffers(state, engine::MemoryKind::kHost, staging_bytes, why);
 }
 
+namespace {
+
+Error refuse_device_tensor_for_host_engine(Diagnostic& why, const executorch::aten::Tensor& tensor, bool is_input,
+                                           const char* name) {
+  return fail(why, Error::InvalidArgument,
+              "%s '%s' is in CUDA memory (device %d: ExecuTorch placed it there, as it does for every delegate "
+              "argument of a program exported with a CUDA target device, e.g. by Torch-TensorRT), but this "
+              "delegate's engine runs on the host and cannot read device memory; use an engine built for the GPU "
+              "with a CUDA build of etrt, or export the program without the target_device compile spec",
+              is_input ? "input" : "output", name, static_cast<int>(tensor.device_index()));
+}
+
+}  // namespace
+
 Error bind_host(DeviceState& state, Diagnostic& why, size_t k, executorch::aten::Tensor& tensor, bool is_input,
                 const char* name, void** address) {
   void* data = tensor.mutable_data_ptr();
+  // Host code must never touch device memory: refuse before reading or binding it.
+  if (tensor.device_type() != executorch::runtime::etensor::DeviceType::CPU)
+    return refuse_device_tensor_for_host_engine(why, tensor, is_input, name);
   state.staged[k] = 0;
   if (engine::io_address_aligned(data)) {
     *address = data;

@@ -35,7 +35,8 @@ namespace etrt::backend {
 [[nodiscard]] Error prepare_host_staging(DeviceState* state, const std::vector<size_t>& staging_bytes, Diagnostic& why);
 
 // The address a host engine gets for argument `k`; inputs that need staging are copied now. InvalidArgument when
-// the argument outgrows its staging buffer.
+// the argument outgrows its staging buffer, or when ExecuTorch placed it on a device (Tensor::device_type(): a
+// program exported with a CUDA target device), which host code must not read.
 [[nodiscard]] Error bind_host(DeviceState& state, Diagnostic& why, size_t k, executorch::aten::Tensor& tensor,
                               bool is_input, const char* name, void** address);
 

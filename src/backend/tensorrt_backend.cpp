@@ -13,6 +13,7 @@
 #include <executorch/runtime/platform/log.h>
 
 #include "backend/counters.h"
+#include "backend/cuda_allocator.h"
 #include "backend/delegate.h"
 #include "backend/last_error.h"
 #include "backend/nvtx_range.h"
@@ -34,6 +35,20 @@ using executorch::runtime::EValue;
 using executorch::runtime::FreeableBuffer;
 using executorch::runtime::Result;
 using executorch::runtime::Span;
+
+CudaAllocatorState cuda_allocator_state() {
+  switch (cuda_allocator_registration()) {
+    case CudaAllocatorRegistration::kRegister:
+      return kCudaAllocatorRegistered;
+    case CudaAllocatorRegistration::kAlreadyRegistered:
+      return kCudaAllocatorOtherLibrary;
+    case CudaAllocatorRegistration::kOptedOut:
+      return kCudaAllocatorOptedOut;
+    case CudaAllocatorRegistration::kNoCudaInThisBuild:
+      break;
+  }
+  return kCudaAllocatorNoneInThisBuild;
+}
 
 class TensorRTBackend final : public executorch::runtime::BackendInterface {
  public:
@@ -95,9 +110,11 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
         option.value = static_cast<int>(totals.executions);
       } else if (std::strcmp(option.key, kCounterLastProfile) == 0) {
         option.value = static_cast<int>(totals.last_profile);
+      } else if (std::strcmp(option.key, kCudaAllocatorState) == 0) {
+        option.value = static_cast<int>(cuda_allocator_state());
       } else {
-        ET_LOG(Error, "TensorRTBackend has no option '%s'; readable: %s, %s, %s", option.key, kCounterProfileSwitches,
-               kCounterExecutions, kCounterLastProfile);
+        ET_LOG(Error, "TensorRTBackend has no option '%s'; readable: %s, %s, %s, %s", option.key,
+               kCounterProfileSwitches, kCounterExecutions, kCounterLastProfile, kCudaAllocatorState);
         return Error::NotFound;
       }
     }

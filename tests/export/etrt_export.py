@@ -215,10 +215,12 @@ class Translation:
     outputs: List[str] = field(default_factory=list)
 
 
-def translate(ep: ExportedProgram, label: str, profiles: List[List[int]], dim_name: str) -> Translation:
-    """The engine and blob metadata computing the partition ``ep``."""
+def translate(ep: ExportedProgram, label: str, profiles: List[List[int]], dim_name: str,
+              cuda_mode: bool = False) -> Translation:
+    """The engine and blob metadata computing the partition ``ep``; ``cuda_mode``: an engine of the GPU-free
+    NvInfer's CUDA mode (runs on the device, as a TensorRT engine does)."""
     gm = ep.graph_module
-    b = EngineBuilder(label)
+    b = EngineBuilder(label, cuda_mode=cuda_mode)
     names: Dict[torch.fx.Node, str] = {}  # node -> engine tensor it is
     inputs: List[Tuple[str, List[int], List[int], str]] = []
     symbols: Dict[str, str] = {}
@@ -339,6 +341,9 @@ class TensorRTBackend(BackendDetails):
         spec = next((s for s in compile_specs if s.key == PROFILES_SPEC), None)
         options = json.loads(bytes(spec.value)) if spec is not None else {"dim": "seq", "profiles": []}
         label = f"partition{len(TensorRTBackend.translations)}"
-        t = translate(edge_program, label, options["profiles"], options["dim"])
+        # Torch-TensorRT's target_device (cuda:<n>): the delegate's IO is placed on the device, so the engine runs
+        # there too.
+        device = next((bytes(s.value).decode() for s in compile_specs if s.key == "target_device"), "")
+        t = translate(edge_program, label, options["profiles"], options["dim"], cuda_mode=device.startswith("cuda"))
         TensorRTBackend.translations.append(t)
         return PreprocessResult(processed_bytes=blob.write_blob(t.metadata, t.engine))

@@ -26,7 +26,12 @@ class Exported:
         return self.case.make().eval()
 
 
-def export_case(case, out_dir: Path) -> Exported:
+#: The compile spec Torch-TensorRT's partitioner adds to every delegate (py/torch_tensorrt/executorch/partitioner.py):
+#: ExecuTorch then places the delegate's inputs and outputs on that device (PropagateDevicePass).
+TARGET_DEVICE_KEY = "target_device"
+
+
+def export_case(case, out_dir: Path, target_device: Optional[str] = None, suffix: str = "") -> Exported:
     import torch
     from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge
     from executorch.exir.passes.init_mutable_pass import InitializedMutableBufferPass
@@ -38,11 +43,15 @@ def export_case(case, out_dir: Path) -> Exported:
     with torch.no_grad():
         program = export(model, case.example, dynamic_shapes=case.dynamic_shapes)
     edge = to_edge(program, compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    from executorch.exir.backend.compile_spec_schema import CompileSpec
+
+    extra = [CompileSpec(TARGET_DEVICE_KEY, target_device.encode())] if target_device else []
     edge = edge.to_backend(etrt_export.EtrtTestPartitioner(profiles=case.profiles,
-                                                            own_mutable_buffers=case.own_mutable_buffers))
+                                                            own_mutable_buffers=case.own_mutable_buffers,
+                                                            extra_specs=extra))
     # Mutable buffers start from the module's values (zeros), as in eager, not from an unspecified state.
     manager = edge.to_executorch(ExecutorchBackendConfig(passes=[InitializedMutableBufferPass(["acc", "cache"])]))
-    path = out_dir / f"{case.name}.pte"
+    path = out_dir / f"{case.name}{suffix}.pte"
     path.write_bytes(manager.buffer)
     return Exported(case, path, manager, edge)
 

@@ -32,6 +32,17 @@ cp "$BUILD/tests/gpu/fixtures/"*.pte "$BUILD/tests/gpu/fixtures/decoder_weights.
 # tests/backend's host-mode fixtures (same names): the Module suite runs on them beside the CUDA-mode ones.
 cp "$BUILD/tests/backend/fixtures/"*.pte "$OUT/host_fixtures/"
 cp "$ROOT/tests/gpu/run_bundle.sh" "$OUT/"
+# Device-placed exports for the Python run (run_device_placed_python.sh), when they were written:
+#   .venv-export/bin/python tests/export/device_placed.py "$BUILD/device_placed"
+if [[ -f "$BUILD/device_placed/manifest.json" ]]; then
+  cp -r "$BUILD/device_placed" "$OUT/device_placed"
+  cp -r "$ROOT/python/etrt" "$OUT/python_etrt_tmp" && mkdir -p "$OUT/python" && mv "$OUT/python_etrt_tmp" "$OUT/python/etrt"
+  find "$OUT/python" -name __pycache__ -prune -exec rm -rf {} +
+  cp "$ROOT/tests/gpu/run_device_placed.py" "$ROOT/tests/gpu/run_device_placed_python.sh" "$OUT/"
+else
+  echo "make_bundle.sh: no $BUILD/device_placed/manifest.json; the device-placed Python run is left out (write it" \
+    "with .venv-export/bin/python tests/export/device_placed.py $BUILD/device_placed)" >&2
+fi
 
 # Every shared library the binaries load, except the C/C++ runtime every Linux machine has.
 ldd "$OUT"/etrt_* | awk '/=> \// {print $1, $3}' | sort -u | while read -r name path; do

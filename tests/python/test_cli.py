@@ -153,7 +153,7 @@ def test_inspect_json_report(fx):
     assert d0["blob"]["engine_offset"] % 16 == 0 and d0["blob"]["has_profile_signature"] is True
     assert d0["io_bindings"][0] == {"name": "input_ids", "is_input": True, "dtype": "int64", "shape": [1, -1],
                                     "bound_to": {"value": 0, "dtype": "int64", "sizes": [1, 2048],
-                                                 "dynamism": "DYNAMIC_BOUND"}}
+                                                 "dynamism": "DYNAMIC_BOUND", "device": "cpu"}}
     assert d0["profiles"]["count"] == 2 and d0["profiles"]["source"] == "blob"
     assert d0["profiles"]["signature"]["symbolic_dims"][0]["ranges"] == [[1, 1], [32, 2048]]
     assert d0["engine"]["kind"] == "tensorrt"

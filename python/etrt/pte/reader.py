@@ -12,6 +12,7 @@ import re
 import tempfile
 from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
+from ..analysis.placement import device_of
 from ..dtypes import DTYPES, SCALAR_TYPE_TO_DTYPE
 from .format import FILE_IDENTIFIER, PteError
 from .schema import load_schema
@@ -147,8 +148,9 @@ def describe_value(value: Mapping[str, Any]) -> Dict[str, Any]:
 
     Tensors: ``{"kind": "tensor", "dtype", "scalar_type", "sizes",
     "dim_order", "dynamism", "planned", "memory_id", "offset", "nbytes",
-    "constant"}`` (``nbytes`` at the upper-bound sizes, None for an unknown
-    dtype). Others: ``{"kind": "int"|"bool"|"double"|"none"|..., "value"}``.
+    "constant", "device"}`` (``nbytes`` at the upper-bound sizes, None for an
+    unknown dtype; ``device`` "cpu" or e.g. "cuda:0", from the tensor's
+    ``extra_tensor_info``). Others: ``{"kind": "int"|"bool"|"double"|"none"|..., "value"}``.
     """
     vtype = value.get("val_type", "NONE")
     val = value.get("val") or {}
@@ -173,6 +175,7 @@ def describe_value(value: Mapping[str, Any]) -> Dict[str, Any]:
             if alloc else None,
             "nbytes": nbytes,
             "constant": alloc is None and val.get("data_buffer_idx", 0) > 0,
+            "device": device_of(val),
         }
     simple = {"Int": ("int", "int_val"), "Bool": ("bool", "bool_val"),
               "Double": ("double", "double_val"), "String": ("string", "string_val")}

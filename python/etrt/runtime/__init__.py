@@ -38,20 +38,24 @@ Modules (importing any of them loads the native runtime):
 * :mod:`etrt.runtime.guards` -- :func:`profile`, :func:`automatic`,
   :func:`current_request`;
 * :mod:`etrt.runtime.reports` -- :class:`Report`, :func:`counters`;
-* :mod:`etrt.runtime.refusals` -- :func:`last_error_message`, :func:`execute`;
+* :mod:`etrt.runtime.refusals` -- :func:`last_error_message`, :func:`execute`,
+  :func:`load_method` (a method whose device memory cannot be allocated:
+  :class:`DeviceAllocatorMissing`, saying what is needed);
 * :mod:`etrt.runtime.options` -- default load options.
 """
 
 from .guards import ProfileRequest, automatic, current_request, profile
 from .loading import RuntimeLoadError, abi_version, executorch_library, library_path, version
 from .options import clear_default_load_options, default_load_options, load_options, set_default_load_options
-from .refusals import ExecutionError, clear_last_error, execute, has_last_error, last_error_message
+from .refusals import (DeviceAllocatorMissing, ExecutionError, clear_last_error, execute, has_last_error,
+                       last_error_message, load_method)
 from .reports import ExecutionRecord, Report, counters, report
 
 # Reachable here as before the split (tests reach for the loaded library).
 from .loading import BACKEND_ID, _api  # noqa: F401
 
 __all__ = [
+    "DeviceAllocatorMissing",
     "ExecutionError",
     "ExecutionRecord",
     "ProfileRequest",
@@ -69,6 +73,7 @@ __all__ = [
     "has_last_error",
     "last_error_message",
     "library_path",
+    "load_method",
     "load_options",
     "profile",
     "report",

@@ -4,6 +4,8 @@ ExecuTorch's bare error code."""
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Any, Sequence
 
 from .loading import _api
@@ -48,3 +50,46 @@ def execute(method: Any, inputs: Sequence[Any], method_name: str = "forward") ->
             raise
         message = last_error_message()
         raise ExecutionError(f"{e}\n{message}", message) from e
+
+
+class DeviceAllocatorMissing(RuntimeError):
+    """A method ExecuTorch could not load because it places memory on a
+    device (a program exported with a ``target_device`` compile spec, as
+    Torch-TensorRT's partitioner always adds) and no device allocator could
+    give it: none registered in this process, or the one registered failed
+    (its reason is :func:`last_error_message`). The exception ExecuTorch
+    raised is its ``__cause__``."""
+
+
+# ExecuTorch 1.5.1's Python bindings: "Failed to allocate <n> bytes for buffer <i> on device <type>:<index>".
+_DEVICE_BUFFER = re.compile(r"for buffer \d+ on device (\d+):(\d+)")
+
+
+def load_method(program: Any, method_name: str = "forward") -> Any:
+    """``program.load_method(method_name)`` (``program``: an
+    ``executorch.runtime`` Program, or a ``.pte`` path loaded with
+    ``Runtime.get()``), raising :class:`DeviceAllocatorMissing` with what is
+    needed when the method's device memory cannot be allocated."""
+    if isinstance(program, (str, os.PathLike)):
+        from executorch.runtime import Runtime
+
+        program = Runtime.get().load_program(os.fspath(program))
+    clear_last_error()
+    try:
+        return program.load_method(method_name)
+    except RuntimeError as e:
+        m = _DEVICE_BUFFER.search(str(e))
+        if m is None:
+            raise
+        device_type, index = int(m.group(1)), int(m.group(2))
+        device = f"cuda:{index}" if device_type == 1 else f"device type {device_type}, index {index}"
+        why = last_error_message()
+        raise DeviceAllocatorMissing(
+            f"{e}: method '{method_name}' places memory on {device} (the program was exported with a target_device "
+            "compile spec, as Torch-TensorRT's partitioner always adds), and "
+            + (f"the device allocator failed: {why}" if why else
+               "no device allocator for it is registered in this process: this etrt was built without CUDA, or its "
+               "allocator was turned off (ETRT_REGISTER_CUDA_ALLOCATOR=0)")
+            + ". Needed: etrt built with CUDA (ETRT_CMAKE_ARGS=-DETRT_WITH_CUDA=ON pip install ./python, which "
+            "registers a CUDA device allocator when it loads) on a machine with a GPU, or ExecuTorch's CUDA backend "
+            "loaded before etrt; or export the program without the target_device compile spec") from e

@@ -33,6 +33,11 @@ numbers involved):
     runtime refuses at load (see :func:`describe_aliases`);
   - ``bad-compile-spec``: a ``weight_streaming_budget`` compile spec that is
     not a byte count, or given twice;
+  - ``needs-cuda-device-allocator`` (error with ``runtime="cpu"``, else a
+    warning): a method with memory planned on CUDA (a ``target_device``
+    export, as Torch-TensorRT writes), which loads only where a CUDA
+    ``DeviceAllocator`` is registered (a CUDA build of etrt, ExecuTorch's
+    CUDA backend);
   - ``runtime-refuses-program``: a program ExecuTorch 1.5.1's runtime refuses
     to load (constants in the deprecated ``constant_buffer``);
   - ``exceeds-planned-output``, ``output-rank-mismatch``: what some profile
@@ -88,6 +93,7 @@ from typing import Any, Dict
 from ..analysis import (BACKEND_ID, WEIGHT_STREAMING_BUDGET, AliasView, DelegateInfo, DelegateRef, analyze_pte,
                         decode_blob, describe_aliases, load_program, lowered_modules, parse_byte_count, printable)
 from .checker import _Checker
+from .program_checks import RUNTIMES
 from .result import BAD_INPUT_CODES, INFO, Finding, ValidationError, ValidationResult
 
 # Reachable here as before the split.
@@ -118,7 +124,7 @@ __all__ = [
 # Entry points
 
 
-def validate_program(source: Any) -> ValidationResult:
+def validate_program(source: Any, runtime: str = "unknown") -> ValidationResult:
     """Validates every TensorRT delegate of a program; never raises for a
     model that is merely wrong (see the result's ``errors``).
 
@@ -132,6 +138,12 @@ def validate_program(source: Any) -> ValidationResult:
       ``to_backend``, or an iterable of ``LoweredBackendModule``-like objects
       (``backend_id``, ``processed_bytes``) or ``(backend_id, bytes)`` pairs --
       every check except the planned-bounds one, which needs the memory plan.
+
+    ``runtime`` names the runtime the program will meet, for programs that
+    place memory on CUDA (``needs-cuda-device-allocator``): ``"cpu"`` (a CPU
+    build of etrt, ExecuTorch's PyPI wheel: no CUDA device allocator, an
+    error), ``"cuda"`` (a CUDA build of etrt, ExecuTorch's CUDA backend: no
+    finding) or ``"unknown"`` (a warning saying what it needs).
 
     The ExecuTorch object paths are duck-typed and unverified here (PyTorch
     cannot be installed in etrt's CI). Raises :class:`etrt.pte.PteError` when
@@ -156,15 +168,17 @@ def validate_program(source: Any) -> ValidationResult:
     pte, path = load_program(source)
     delegates = analyze_pte(pte)
     plans = pte["program"].get("execution_plan") or []
-    findings = _Checker(delegates, plans, pte).run()
+    if runtime not in RUNTIMES:
+        raise ValueError(f"runtime must be one of {', '.join(sorted(RUNTIMES))}, not {runtime!r}")
+    findings = _Checker(delegates, plans, pte, runtime).run()
     return ValidationResult(path, delegates, findings, pte)
 
 
-def check_program(source: Any) -> ValidationResult:
+def check_program(source: Any, runtime: str = "unknown") -> ValidationResult:
     """Like :func:`validate_program`, but raises :class:`ValidationError`
     (message lists every error) when there are errors. For exporters::
 
         from etrt.validate import check_program
         check_program(executorch_program_manager)   # or a .pte path / bytes
     """
-    return validate_program(source).raise_if_errors()
+    return validate_program(source, runtime).raise_if_errors()

@@ -16,8 +16,9 @@ from .result import INFO, Finding
 
 class _Checker(_ProgramChecks, _DelegateChecks, _CallChecks, _CrossChecks):
     def __init__(self, delegates: List[DelegateInfo], plans: Optional[Sequence[Mapping[str, Any]]],
-                 pte: Optional[Mapping[str, Any]] = None) -> None:
+                 pte: Optional[Mapping[str, Any]] = None, runtime: str = "unknown") -> None:
         self.delegates = delegates
+        self.runtime = runtime
         self.plans = plans
         self.pte = pte
         self.findings: List[Finding] = []
@@ -28,6 +29,7 @@ class _Checker(_ProgramChecks, _DelegateChecks, _CallChecks, _CrossChecks):
     def run(self) -> List[Finding]:
         if self.pte is not None:
             self.check_constants(self.pte)
+            self.check_device_placement(self.pte, self.runtime)
         trt = [d for d in self.delegates if d.is_tensorrt]
         if not trt:
             ids = sorted({d.ref.backend_id for d in self.delegates})

@@ -1,0 +1,71 @@
+// A host engine (the GPU-free NvInfer's host mode) given a tensor ExecuTorch placed on CUDA -- every delegate
+// argument of a program exported with a CUDA target device -- refuses it before reading a byte: host code must never
+// touch device memory. The tensor's data here is host memory tagged CUDA, so a read would not crash; the refusal
+// is what is checked.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include <executorch/runtime/core/portable_type/tensor_impl.h>
+
+#include "backend/device.h"
+#include "backend/staging.h"
+
+namespace etrt::backend {
+namespace {
+
+namespace et = executorch::runtime;
+using testing::HasSubstr;
+
+struct TaggedTensor {
+  alignas(256) float data[64] = {};
+  et::etensor::TensorImpl::SizesType sizes[1] = {64};
+  et::etensor::TensorImpl::DimOrderType dim_order[1] = {0};
+  et::etensor::TensorImpl impl;
+  executorch::aten::Tensor tensor;
+  explicit TaggedTensor(et::etensor::DeviceType type)
+      : impl(executorch::aten::ScalarType::Float, 1, sizes, data, dim_order, nullptr,
+             et::TensorShapeDynamism::STATIC, type, 0),
+        tensor(&impl) {}
+};
+
+TEST(HostEngineDevicePlacement, ACudaTaggedInputIsRefusedNamingWhatToDo) {
+  DeviceState state;  // a host engine's: device == false
+  Diagnostic why;
+  ASSERT_EQ(prepare_host_staging(&state, {256, 256}, why), Error::Ok) << why.c_str();
+  TaggedTensor input(et::etensor::DeviceType::CUDA);
+  void* address = nullptr;
+  EXPECT_EQ(bind_host(state, why, 0, input.tensor, true, "x", &address), Error::InvalidArgument);
+  EXPECT_EQ(address, nullptr);
+  EXPECT_THAT(why.c_str(), HasSubstr("input 'x' is in CUDA memory (device 0"));
+  EXPECT_THAT(why.c_str(), HasSubstr("engine runs on the host"));
+  EXPECT_THAT(why.c_str(), HasSubstr("target_device"));
+}
+
+TEST(HostEngineDevicePlacement, ACudaTaggedOutputIsRefusedAndACpuOneBound) {
+  DeviceState state;
+  Diagnostic why;
+  ASSERT_EQ(prepare_host_staging(&state, {256, 256}, why), Error::Ok) << why.c_str();
+  TaggedTensor output(et::etensor::DeviceType::CUDA);
+  void* address = nullptr;
+  EXPECT_EQ(bind_host(state, why, 1, output.tensor, false, "y", &address), Error::InvalidArgument);
+  EXPECT_THAT(why.c_str(), HasSubstr("output 'y' is in CUDA memory"));
+  TaggedTensor host(et::etensor::DeviceType::CPU);
+  ASSERT_EQ(bind_host(state, why, 1, host.tensor, false, "y", &address), Error::Ok) << why.c_str();
+  EXPECT_EQ(address, host.data);
+}
+
+TEST(HostEngineDevicePlacement, ARepeatedCallNeverTakesACudaTaggedTensorAsBoundInPlace) {
+  DeviceState state;
+  Diagnostic why;
+  DeviceCall call(state, "test", why);
+  TaggedTensor cuda(et::etensor::DeviceType::CUDA);
+  TaggedTensor host(et::etensor::DeviceType::CPU);
+  EXPECT_FALSE(call.binds_in_place(cuda.tensor));
+  EXPECT_TRUE(call.binds_in_place(host.tensor));
+}
+
+}  // namespace
+}  // namespace etrt::backend
