@@ -34,12 +34,12 @@ int allocator_state() {
   return std::get<int>(option[0].value);
 }
 
+#if ETRT_TEST_CUDA_BUILD
+
 bool opted_out() {
   const char* v = std::getenv("ETRT_REGISTER_CUDA_ALLOCATOR");
   return v != nullptr && std::strcmp(v, "0") == 0;
 }
-
-#if ETRT_TEST_CUDA_BUILD
 
 TEST(CudaAllocatorRegistration, TheCudaBuildRegistersItsAllocatorUnlessTurnedOff) {
   if (opted_out()) {
