@@ -61,10 +61,13 @@ class DeviceBuffer {
   size_t size_ = 0;
 };
 
-// The CUDA graphs of one execution context's enqueue, each for one profile, set of input shapes and set of bound
-// addresses (device_cuda.cpp). A few per context: decode and prefill alternate.
+// The CUDA graph of one execution context's enqueue, for the profile, input shapes and bound addresses it was
+// captured with (device_cuda.cpp). Replayed only while the context is unchanged since the capture: TensorRT
+// reconfigures a context at the first enqueue after a switch, a new shape or a new address, and a graph keeps the
+// kernel arguments of the configuration it captured, so any change drops it (docs/cuda-graphs.md). Hence one per
+// context; context_per_profile keeps the decode context's graph across prefills, which run on another context.
 struct GraphSet {
-  static constexpr size_t kCapacity = 4;
+  static constexpr size_t kCapacity = 1;
   struct Entry {
     void* graph = nullptr;  // cudaGraphExec_t; null: the slot is free
     int32_t profile = -1;

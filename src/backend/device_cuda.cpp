@@ -194,6 +194,14 @@ void prepare_graphs(DeviceState* state, size_t num_contexts, size_t num_inputs, 
 
 namespace {
 
+void drop_graphs(GraphSet& graphs) {
+  for (GraphSet::Entry& e : graphs.entries) {
+    if (e.graph == nullptr) continue;
+    (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(e.graph));
+    e.graph = nullptr;
+  }
+}
+
 bool same_key(const GraphSet::Entry& e, int32_t profile, const std::vector<Shape>& shapes,
               const std::vector<void*>& addresses) {
   return e.graph != nullptr && e.profile == profile && e.shapes == shapes && e.addresses == addresses;
@@ -385,6 +393,10 @@ Error DeviceCall::enqueue(engine::ExecutionContext& context, GraphSet* graphs, b
   // execution waits for its work before returning anyway.
   const bool use_graphs = graphs != nullptr && state_.device && !state_.graphs_failed && caller_stream_ &&
                           !is_special_stream(as_stream(stream_));
+  // A change to the context since the capture (a switch, a shape, an address: `steady` is false) makes its graphs
+  // stale, even if a later execution returns to the captured configuration. A launch still in flight is freed by
+  // CUDA when it completes.
+  if (graphs != nullptr && !steady) drop_graphs(*graphs);
   if (use_graphs && steady) {
     GraphSet::Entry* entry = nullptr;
     for (GraphSet::Entry& e : graphs->entries)

@@ -458,7 +458,7 @@ bool contract_fixtures() {
 // embedding, Q/K/V projections, two in-place KV-cache updates, causal attention, output projection and residual,
 // 27 more residual matmul blocks, LM head -- over tokens [1, S], start_pos [1] and caches [1, 256, 32].
 // Decode [1, 1], prefill [1, 2..64]; tracing off; CUDA mode.
-std::vector<uint8_t> graph_bench_engine(const std::string& label) {
+std::vector<uint8_t> graph_bench_engine(const std::string& label, bool tracing) {
   constexpr int64_t kVocab = 64, kWidth = 32, kCache = 256;
   constexpr int kBlocks = 27;
   Builder b(label);
@@ -500,8 +500,24 @@ std::vector<uint8_t> graph_bench_engine(const std::string& label) {
   b.add_constant("lm_head", make_shape<int64_t>({kWidth, kVocab}), weights(kWidth, kVocab))
       .matmul("h" + std::to_string(kBlocks), "lm_head", "logits")
       .set_memory_kind(MemoryKind::kDevice)
-      .set_tracing(false);
+      .set_tracing(tracing);
   return built(b, label);
+}
+
+// The CUDA-graph decoder as program `name`, every IO tensor the runner's (device) memory, caches updated in place.
+bool graph_program(const std::string& name, bool tracing) {
+  return write_blob(name, graph_bench_engine(name, tracing), true,
+                    [](etrt::blob::Metadata& m) {
+                      m.aliased_io = {{"k_cache_out", "k_cache", "kv_cache_update"},
+                                      {"v_cache_out", "v_cache", "kv_cache_update"}};
+                    }) &&
+         write_spec(name,
+                    {tensor("tokens", "int64", {1, 64}, true, false), tensor("start_pos", "int64", {1}, false, false),
+                     tensor("k_cache", "float32", {1, 256, 32}, false, false),
+                     tensor("v_cache", "float32", {1, 256, 32}, false, false),
+                     tensor("logits", "float32", {1, 64, 64}, true, false)},
+                    {"tokens", "start_pos", "k_cache", "v_cache"}, {"logits"},
+                    {trt_call(name, {"tokens", "start_pos", "k_cache", "v_cache", "logits"})});
 }
 
 // Variants only the CUDA path needs (tests/gpu, bench/gpu).
@@ -527,19 +543,9 @@ bool cuda_fixtures() {
         llm_spec("bench_cuda_unplanned", "bench_cuda", 64, 64, /*planned=*/false);
   ok &= write_blob("bench_host", llm_engine("bench_host", bench_profiles, MemoryKind::kHost, false)) &&
         llm_spec("bench_host", "bench_host", 64, 64);
-  // The CUDA-graph benchmark's decoder, every IO tensor the runner's (device) memory, caches updated in place.
-  ok &= write_blob("bench_graph", graph_bench_engine("bench_graph"), true,
-                   [](etrt::blob::Metadata& m) {
-                     m.aliased_io = {{"k_cache_out", "k_cache", "kv_cache_update"},
-                                     {"v_cache_out", "v_cache", "kv_cache_update"}};
-                   }) &&
-        write_spec("bench_graph",
-                   {tensor("tokens", "int64", {1, 64}, true, false), tensor("start_pos", "int64", {1}, false, false),
-                    tensor("k_cache", "float32", {1, 256, 32}, false, false),
-                    tensor("v_cache", "float32", {1, 256, 32}, false, false),
-                    tensor("logits", "float32", {1, 64, 64}, true, false)},
-                   {"tokens", "start_pos", "k_cache", "v_cache"}, {"logits"},
-                   {trt_call("bench_graph", {"tokens", "start_pos", "k_cache", "v_cache", "logits"})});
+  // The CUDA-graph benchmark's decoder (tracing off), and the same traced for the graph tests to count enqueues.
+  ok &= graph_program("bench_graph", false);
+  ok &= graph_program("graph_traced", true);
   ok &= write_text("noop.blob", "noop") &&
         write_spec("bench_noop",
                    {tensor("input_ids", "int64", {1, 64}, true), tensor("logits", "float32", {1, 64, H}, true)},

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Stages the NvInfer contract suite built against NVIDIA's TensorRT for a GPU machine: the stripped test binary,
-# libcudart, and run_nvidia.sh. TensorRT's own libraries travel separately (../shared/realtrt/prepare.sh and
+# Stages the suites built against NVIDIA's TensorRT for a GPU machine: the NvInfer contract suite, the Module suite
+# and its program generator (stripped), the shared libraries they load that a bare machine lacks except TensorRT's
+# own (libetrt built against it, ExecuTorch's runtime from the wheel, libcudart), the project's .pte packer with the
+# wheel's flatc and schema, and run_nvidia.sh. TensorRT's libraries travel separately (../shared/realtrt/prepare.sh,
 # docs/gpu-testing.md); the bundle finds them through LD_LIBRARY_PATH.
 #
 #   tests/contract/make_nvidia_bundle.sh [build-dir (build-trt86)] [bundle-dir (.trt86/bundle)]
@@ -8,14 +10,27 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="${1:-$ROOT/build-trt86}"
 OUT="${2:-$ROOT/.trt86/bundle}"
-BIN="$BUILD/tests/contract/etrt_nvidia_contract_tests"
-if [[ ! -x "$BIN" ]]; then
-  echo "make_nvidia_bundle.sh: $BIN is missing; configure $BUILD with -DTENSORRT_ROOT=<TensorRT> -DETRT_WITH_CUDA=ON" \
-       "and build it" >&2
-  exit 2
-fi
-rm -rf "$OUT" && mkdir -p "$OUT"
-strip -o "$OUT/etrt_nvidia_contract_tests" "$BIN"
-ldd "$BIN" | awk '/libcudart/ {print $3}' | xargs -r -I{} cp -L {} "$OUT/"
+BINARIES=(etrt_nvidia_contract_tests etrt_nvidia_make_programs etrt_nvidia_module_tests)
+for b in "${BINARIES[@]}"; do
+  if [[ ! -x "$BUILD/tests/contract/$b" ]]; then
+    echo "make_nvidia_bundle.sh: $BUILD/tests/contract/$b is missing; configure $BUILD with" \
+         "-DTENSORRT_ROOT=<TensorRT> -DETRT_WITH_CUDA=ON and build it" >&2
+    exit 2
+  fi
+done
+WHEEL="$(ls -d "$ROOT"/.venv/lib/python3*/site-packages/executorch | head -1)"
+[[ -x "$WHEEL/data/bin/flatc" ]] || { echo "make_nvidia_bundle.sh: no flatc in $WHEEL; run scripts/bootstrap.sh" >&2; exit 2; }
+
+rm -rf "$OUT" && mkdir -p "$OUT/schema" "$OUT/python"
+for b in "${BINARIES[@]}"; do strip -o "$OUT/$b" "$BUILD/tests/contract/$b"; done
+ldd "${BINARIES[@]/#/$BUILD/tests/contract/}" | awk '/=> \// {print $1, $3}' | sort -u | while read -r name path; do
+  case "$name" in
+    libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|libstdc++.so.*|libgcc_s.so.*|ld-linux*|libnvinfer*) ;;
+    *) cp -L "$path" "$OUT/$name" && strip --strip-unneeded "$OUT/$name" ;;
+  esac
+done
+cp "$WHEEL/data/bin/flatc" "$OUT/"
+cp "$WHEEL/exir/_serialize/program.fbs" "$WHEEL/exir/_serialize/scalar_type.fbs" "$OUT/schema/"
+cp -r "$ROOT/python/etrt" "$OUT/python/" && find "$OUT/python" -name __pycache__ -prune -exec rm -rf {} +
 cp "$ROOT/tests/contract/run_nvidia.sh" "$OUT/"
 du -sh "$OUT"

@@ -20,6 +20,7 @@
 #include "etrt/report.h"
 #include "etrt/stream_guard.h"
 #include "etrt_gpufree/faults.h"
+#include "etrt_gpufree/trace.h"
 
 namespace {
 
@@ -35,10 +36,11 @@ std::string fixture(const std::string& name) {
   return std::string(dir != nullptr ? dir : ETRT_GPU_FIXTURE_DIR) + "/" + name + ".pte";
 }
 
-// bench_graph's IO in device memory, and a module loaded with or without graphs.
+// bench_graph's IO in device memory (or another program of the same model), and a module loaded with or without
+// graphs.
 class Decoder {
  public:
-  Decoder(const char* strategy, bool graphs) {
+  Decoder(const char* strategy, bool graphs, const std::string& program = "bench_graph") {
     for (void** p : {&tokens_, &pos_, &k_cache_, &v_cache_, &logits_}) *p = nullptr;
     ok_ = cudaMalloc(&tokens_, kMaxTokens * sizeof(int64_t)) == cudaSuccess &&
           cudaMalloc(&pos_, sizeof(int64_t)) == cudaSuccess &&
@@ -53,7 +55,7 @@ class Decoder {
     (void)options.set_option(etrt::kOptionCudaGraphs, graphs);
     et::LoadBackendOptionsMap map;
     (void)map.set_options(etrt::kBackendId, options.view());
-    module_ = std::make_unique<Module>(fixture("bench_graph"));
+    module_ = std::make_unique<Module>(fixture(program));
     ok_ = ok_ && module_->load(map) == et::Error::Ok && module_->load_forward() == et::Error::Ok &&
           module_->set_output(from_blob(logits_, {1, kMaxTokens, kVocab}, ScalarType::Float)) == et::Error::Ok;
   }
@@ -127,6 +129,32 @@ TEST_P(GraphCuda, ReplayedStepsEqualPlainEnqueuesBitForBit) {
     EXPECT_EQ(a[i], b[i]) << "step " << i;
   }
   EXPECT_EQ(plain.caches(), graphs.caches());
+}
+
+// A graph is replayed only while its context is unchanged since the capture: TensorRT reconfigures a context at the
+// first enqueue after a switch or a new shape, and the graph holds the configuration it captured. Counted in the
+// GPU-free engine's trace, where a capture is an enqueueV3 call and a replay is none. Three decode steps, a prefill,
+// three decode steps: under `switch` the prefill reconfigures the one context, so the second decode run enqueues
+// plainly, captures anew and replays (2 calls), as the first did; under `context_per_profile` the prefill runs on
+// its own context and the decode context's graph is replayed at once (0 calls).
+TEST_P(GraphCuda, AGraphIsReplayedOnlyWhileItsContextIsUnchangedSinceTheCapture) {
+  const bool per_profile = std::string(GetParam()) == "context_per_profile";
+  etrt::gpufree::clear_trace("graph_traced");
+  Decoder d(GetParam(), true, "graph_traced");
+  ASSERT_TRUE(d.ok()) << etrt::last_error_message();
+  const auto decode_three = [&d](int64_t* at) {
+    for (int s = 0; s < 3; ++s) ASSERT_FALSE(d.step({(*at * 3 + 1) % kVocab}, *at).empty()), ++*at;
+  };
+  int64_t at = 0;
+  decode_three(&at);
+  EXPECT_EQ(etrt::gpufree::count_enqueues("graph_traced"), 2) << "plain, capture, replay";
+  ASSERT_FALSE(d.step({1, 2, 3, 4, 5, 6, 7, 8}, at).empty());
+  at += 8;
+  EXPECT_EQ(etrt::gpufree::count_enqueues("graph_traced"), 3) << "the prefill enqueues plainly";
+  decode_three(&at);
+  EXPECT_EQ(etrt::gpufree::count_enqueues("graph_traced"), per_profile ? 3 : 5)
+      << (per_profile ? "the decode context was not touched: its graph replays"
+                      : "the switch made the graph stale: plain, capture, replay");
 }
 
 TEST_P(GraphCuda, RefusedCaptureTurnsGraphsOffAndTheDelegateKeepsWorking) {

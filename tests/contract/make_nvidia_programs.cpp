@@ -1,0 +1,116 @@
+// Writes the Module suite's programs for NVIDIA's TensorRT (nvidia_module_test.cpp): for each, the plan its builder
+// makes from a model description (models.h, the same the contract suite runs), the blob around it and a packer
+// spec; tests/contract/run_nvidia.sh packs the specs into .pte files with the project's packer (python -m etrt.pte).
+// Needs a GPU: the builder runs on it, and the blob's description comes from the adapter loading the plan.
+//
+//   etrt_nvidia_make_programs <dir>      (ETRT_CONTRACT_PLAN_DIR: reuse/keep plans, as the contract suite does)
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "blob/blob.h"
+#include "models.h"
+#include "plans.h"
+#include "refkit/refkit.h"
+
+namespace {
+
+using etrt::contract::ModelSpec;
+using json = nlohmann::json;
+
+std::string g_dir;
+
+std::vector<uint8_t> plan_for(const ModelSpec& model) {
+  const char* dir = std::getenv("ETRT_CONTRACT_PLAN_DIR");
+  const std::string path = dir != nullptr ? std::string(dir) + "/" + model.label + ".plan" : std::string();
+  std::vector<uint8_t> plan;
+  if (!path.empty()) {
+    std::ifstream in(path, std::ios::binary);
+    plan.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  if (plan.empty()) {
+    std::string error;
+    plan = etrt::contract::build_plan(model, &error);
+    if (plan.empty()) std::fprintf(stderr, "make_nvidia_programs: %s\n", error.c_str());
+  }
+  return plan;
+}
+
+// The blob around `model`'s plan. The IO bindings' shapes come from the description: TensorRT 8.6 reports an
+// output's dynamic extent as profile 0's (nvinfer/README.md), the description keeps -1.
+bool write_blob(const std::string& name, const ModelSpec& model) {
+  const std::vector<uint8_t> plan = plan_for(model);
+  std::string error = "no plan";
+  std::vector<uint8_t> blob;
+  if (!plan.empty()) {
+    blob = etrt::refkit::blob_for_engine(plan, true, &error, [&](etrt::blob::Metadata& m) {
+      for (etrt::blob::IoBinding& b : m.io_bindings) {
+        for (const auto* list : {&model.inputs, &model.outputs})
+          for (const etrt::contract::TensorSpec& t : *list)
+            if (t.name == b.name) b.shape = t.shape;
+      }
+    });
+  }
+  if (blob.empty() || !etrt::refkit::write_file(g_dir + "/" + name + ".blob", blob, &error)) {
+    std::fprintf(stderr, "make_nvidia_programs: %s: %s\n", name.c_str(), error.c_str());
+    return false;
+  }
+  return true;
+}
+
+json tensor(const std::string& name, const char* dtype, std::vector<int64_t> sizes, bool dynamic) {
+  return {{"name", name}, {"dtype", dtype}, {"sizes", sizes}, {"dynamic", dynamic}};
+}
+json trt_call(const std::string& blob, std::vector<std::string> args) {
+  return {{"backend_id", "TensorRTBackend"}, {"blob_file", blob + ".blob"}, {"args", args}};
+}
+
+bool write_spec(const std::string& name, const std::vector<json>& values, std::vector<std::string> inputs,
+                std::vector<std::string> outputs, const std::vector<json>& calls) {
+  json spec = {{"name", "forward"},
+               {"values", json(values)},
+               {"inputs", inputs},
+               {"outputs", outputs},
+               {"delegate_calls", json(calls)}};
+  std::string error;
+  if (etrt::refkit::write_text(g_dir + "/" + name + ".json", spec.dump(2), &error)) return true;
+  std::fprintf(stderr, "make_nvidia_programs: %s\n", error.c_str());
+  return false;
+}
+
+bool llm_program(const std::string& name, const ModelSpec& model) {
+  const int64_t s = etrt::contract::kMaxPrefill, h = etrt::contract::kHidden;
+  return write_blob(name, model) &&
+         write_spec(name, {tensor("input_ids", "int32", {1, s}, true), tensor("logits", "float32", {1, s, h}, true)},
+                    {"input_ids"}, {"logits"}, {trt_call(name, {"input_ids", "logits"})});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s <dir>\n", argv[0]);
+    return 2;
+  }
+  g_dir = argv[1];
+  namespace c = etrt::contract;
+  const int64_t s = c::kMaxPrefill, h = c::kHidden;
+  bool ok = llm_program("nv_llm", c::two_profile_llm()) && llm_program("nv_overlap", c::three_profile_llm());
+  ok = ok && write_blob("nv_static", c::static_scale()) &&
+       write_spec("nv_static", {tensor("x", "float32", {1, 4}, false), tensor("y", "float32", {1, 4}, false)}, {"x"},
+                  {"y"}, {trt_call("nv_static", {"x", "y"})});
+  // Two delegates in one program: the two-profile model beside the static one.
+  ok = ok && write_spec("nv_mixed",
+                        {tensor("input_ids", "int32", {1, s}, true), tensor("logits", "float32", {1, s, h}, true),
+                         tensor("x", "float32", {1, 4}, false), tensor("y", "float32", {1, 4}, false)},
+                        {"input_ids", "x"}, {"logits", "y"},
+                        {trt_call("nv_llm", {"input_ids", "logits"}), trt_call("nv_static", {"x", "y"})});
+  std::printf("make_nvidia_programs: %s\n", ok ? "wrote nv_llm, nv_overlap, nv_static, nv_mixed" : "FAILED");
+  return ok ? 0 : 1;
+}

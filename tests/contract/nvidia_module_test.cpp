@@ -1,0 +1,248 @@
+// The Module suite on NVIDIA's TensorRT: programs whose engines NVIDIA's builder made from the contract suite's
+// model descriptions (make_nvidia_programs.cpp, packed by run_nvidia.sh), loaded through ExecuTorch's Module and
+// run through etrt, against the CPU reference, under both profile strategies: pins, automatic selection under both
+// policies, one-profile engines, two delegates in one program, refusals, a caller's stream, CUDA graphs on and off.
+
+#include <cuda_runtime_api.h>
+
+#include <executorch/extension/module/module.h>
+#include <executorch/extension/tensor/tensor.h>
+#include <executorch/runtime/backend/options.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "etrt/options.h"
+#include "etrt/profile_guard.h"
+#include "etrt/report.h"
+#include "etrt/stream_guard.h"
+#include "models.h"
+
+namespace etrt::contract {
+namespace {
+
+namespace et = ::executorch::runtime;
+using ::executorch::aten::ScalarType;
+using ::executorch::extension::from_blob;
+using ::executorch::extension::Module;
+using ::testing::HasSubstr;
+
+std::string program(const std::string& name) {
+  const char* dir = std::getenv("ETRT_NVIDIA_PROGRAM_DIR");
+  return std::string(dir != nullptr ? dir : "nvidia_programs") + "/" + name + ".pte";
+}
+
+struct Outcome {
+  et::Error error = et::Error::Ok;
+  std::vector<float> values;
+};
+
+class NvidiaModule : public ::testing::TestWithParam<const char*> {
+ protected:
+  // `name` loaded under this test's strategy, with the extra options given.
+  std::unique_ptr<Module> load(const std::string& name, bool graphs = false, const char* policy = nullptr) {
+    et::BackendOptions<3> options;
+    EXPECT_EQ(options.set_option(kOptionProfileStrategy, GetParam()), et::Error::Ok);
+    EXPECT_EQ(options.set_option(kOptionCudaGraphs, graphs), et::Error::Ok);
+    if (policy != nullptr) {
+      EXPECT_EQ(options.set_option(kOptionAutoPolicy, policy), et::Error::Ok);
+    }
+    et::LoadBackendOptionsMap map;
+    EXPECT_EQ(map.set_options(kBackendId, options.view()), et::Error::Ok);
+    auto module = std::make_unique<Module>(program(name));
+    const et::Error loaded = module->load(map);
+    EXPECT_EQ(loaded, et::Error::Ok) << program(name) << ": " << last_error_message();
+    EXPECT_EQ(module->load_forward(), et::Error::Ok) << last_error_message();
+    return module;
+  }
+
+  static Outcome run(Module& module, std::vector<int32_t> ids) {
+    Outcome out;
+    auto input = from_blob(ids.data(), {1, static_cast<int32_t>(ids.size())}, ScalarType::Int);
+    auto result = module.forward(input);
+    if (!result.ok()) {
+      out.error = result.error();
+      return out;
+    }
+    const auto& t = result.get()[0].toTensor();
+    out.values.assign(t.const_data_ptr<float>(), t.const_data_ptr<float>() + t.numel());
+    return out;
+  }
+
+  static void expect_reference(const Outcome& out, const std::vector<int32_t>& ids) {
+    ASSERT_EQ(out.error, et::Error::Ok) << last_error_message();
+    const std::vector<float> want = llm_reference(ids);
+    ASSERT_EQ(out.values.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(out.values[i], want[i], 1e-5f) << "element " << i;
+  }
+
+  static std::vector<int32_t> tokens(size_t n, int32_t seed = 3) {
+    std::vector<int32_t> t(n);
+    for (size_t i = 0; i < n; ++i) t[i] = static_cast<int32_t>((i * 7 + static_cast<size_t>(seed)) % kVocab);
+    return t;
+  }
+};
+
+TEST_P(NvidiaModule, PinnedDecodeAndPrefillMatchTheReferenceAndSwitchOnlyWhenTheProfileChanges) {
+  auto module = load("nv_llm");
+  ExecutionReport report;
+  for (int round = 0; round < 2; ++round) {
+    {
+      OptimizationProfileGuard pin(kPrefill);
+      expect_reference(run(*module, tokens(37, round)), tokens(37, round));
+    }
+    OptimizationProfileGuard pin(kDecode);
+    for (int step = 0; step < 3; ++step) expect_reference(run(*module, {step + 1}), {step + 1});
+  }
+  ASSERT_EQ(report.total(), 8u);
+  const int32_t expected[] = {1, 0, 0, 0, 1, 0, 0, 0};
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(report.entries()[i].profile, expected[i]) << "execution " << i;
+  // Every change of profile counts, the first prefill included (a delegate starts on profile 0), under either
+  // strategy; only `switch` calls setOptimizationProfileAsync for it.
+  EXPECT_EQ(report.switches(), 4u);
+}
+
+TEST_P(NvidiaModule, WithoutAGuardTheInputShapeChoosesTheProfile) {
+  auto module = load("nv_llm");
+  ExecutionReport report;
+  expect_reference(run(*module, tokens(1)), tokens(1));
+  expect_reference(run(*module, tokens(2048)), tokens(2048));
+  expect_reference(run(*module, tokens(32)), tokens(32));
+  expect_reference(run(*module, tokens(1)), tokens(1));
+  ASSERT_EQ(report.total(), 4u);
+  const int32_t expected[] = {0, 1, 1, 0};
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(report.entries()[i].profile, expected[i]) << "execution " << i;
+}
+
+TEST_P(NvidiaModule, OverlappingProfilesFirstFitTakesTheLowestStickyKeepsTheActiveOne) {
+  for (const char* policy : {kPolicyFirstFit, kPolicyStickyFirstFit}) {
+    auto module = load("nv_overlap", false, policy);
+    ExecutionReport report;
+    expect_reference(run(*module, tokens(100)), tokens(100));  // only profile 2 (1..2048) fits
+    expect_reference(run(*module, tokens(1)), tokens(1));      // all three fit
+    expect_reference(run(*module, tokens(40)), tokens(40));    // profiles 1 and 2 fit
+    ASSERT_EQ(report.total(), 3u) << policy;
+    const bool sticky = std::string(policy) == kPolicyStickyFirstFit;
+    EXPECT_EQ(report.entries()[0].profile, 2) << policy;
+    EXPECT_EQ(report.entries()[1].profile, sticky ? 2 : 0) << policy;
+    EXPECT_EQ(report.entries()[2].profile, sticky ? 2 : 1) << policy;
+  }
+}
+
+TEST_P(NvidiaModule, EveryPinOfThreeOverlappingProfilesRunsItsRange) {
+  auto module = load("nv_overlap");
+  for (int32_t p : {2, 0, 1, 2}) {
+    OptimizationProfileGuard pin(p);
+    const size_t n = p == 0 ? 1 : 64;
+    ExecutionReport report;
+    expect_reference(run(*module, tokens(n)), tokens(n));
+    ASSERT_EQ(report.total(), 1u);
+    EXPECT_EQ(report.entries()[0].profile, p);
+  }
+}
+
+TEST_P(NvidiaModule, APinTheShapeDoesNotFitIsRefusedNamingTheBoundsAndTheModuleStaysUsable) {
+  auto module = load("nv_llm");
+  {
+    OptimizationProfileGuard pin(kPrefill);
+    EXPECT_NE(run(*module, tokens(5)).error, et::Error::Ok);
+    EXPECT_THAT(last_error_message(), HasSubstr("profile 1"));
+    EXPECT_THAT(last_error_message(), HasSubstr("32"));
+  }
+  {
+    OptimizationProfileGuard pin(kDecode);
+    EXPECT_NE(run(*module, tokens(2)).error, et::Error::Ok);
+  }
+  expect_reference(run(*module, tokens(33)), tokens(33));
+  expect_reference(run(*module, tokens(1)), tokens(1));
+}
+
+TEST_P(NvidiaModule, AOneProfileStaticEngineRunsAndIgnoresAPin) {
+  auto module = load("nv_static");
+  std::vector<float> x = {1.0f, -2.0f, 0.25f, 8.0f};
+  OptimizationProfileGuard pin(1);
+  ExecutionReport report;
+  auto result = module->forward(from_blob(x.data(), {1, 4}, ScalarType::Float));
+  ASSERT_TRUE(result.ok()) << last_error_message();
+  const auto& y = result.get()[0].toTensor();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(y.const_data_ptr<float>()[i], 2.0f * x[static_cast<size_t>(i)]);
+  ASSERT_EQ(report.total(), 1u);
+  EXPECT_TRUE(report.entries()[0].pin_ignored);
+}
+
+TEST_P(NvidiaModule, TwoDelegatesInOneProgramEachRunTheirEngine) {
+  auto module = load("nv_mixed");
+  for (size_t n : {1u, 300u, 1u}) {
+    std::vector<int32_t> ids = tokens(n);
+    std::vector<float> x = {0.5f, 1.5f, -3.0f, 4.0f};
+    auto result = module->forward({from_blob(ids.data(), {1, static_cast<int32_t>(n)}, ScalarType::Int),
+                                   from_blob(x.data(), {1, 4}, ScalarType::Float)});
+    ASSERT_TRUE(result.ok()) << last_error_message();
+    const auto& logits = result.get()[0].toTensor();
+    Outcome out;
+    out.values.assign(logits.const_data_ptr<float>(), logits.const_data_ptr<float>() + logits.numel());
+    expect_reference(out, ids);
+    const auto& y = result.get()[1].toTensor();
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(y.const_data_ptr<float>()[i], 2.0f * x[static_cast<size_t>(i)]);
+  }
+}
+
+TEST_P(NvidiaModule, TokenIdsOutsideTheVocabularyGiveZeroRowsAsTensorRTsGatherDoes) {
+  auto module = load("nv_llm");
+  std::vector<int32_t> ids = tokens(40);
+  ids[7] = static_cast<int32_t>(kVocab + 5);
+  const Outcome out = run(*module, ids);
+  ASSERT_EQ(out.error, et::Error::Ok) << last_error_message();
+  for (int64_t h = 0; h < kHidden; ++h) EXPECT_EQ(out.values[static_cast<size_t>(7 * kHidden + h)], 0.0f) << h;
+  ids[7] = 1;
+  expect_reference(run(*module, ids), ids);
+}
+
+// On a caller's stream (etrt::CudaStreamGuard) the execution is queued there; with cuda_graphs, steady decode steps
+// replay a graph. Either way the results are the reference's, across prefills in between.
+TEST_P(NvidiaModule, OnACallersStreamWithAndWithoutCudaGraphsTheResultsAreTheReferences) {
+  for (bool graphs : {false, true}) {
+    auto module = load("nv_llm", graphs);
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    {
+      CudaStreamGuard on(stream);
+      for (int round = 0; round < 2; ++round) {
+        Outcome prefill = run(*module, tokens(48, round));
+        ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+        expect_reference(prefill, tokens(48, round));
+        for (int step = 0; step < 6; ++step) {
+          Outcome out = run(*module, {step + 2});
+          ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+          expect_reference(out, {step + 2});
+        }
+      }
+    }
+    module.reset();
+    ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  }
+}
+
+TEST_P(NvidiaModule, AWeightStreamingBudgetIsIgnoredForAnEngineWithoutStreamableWeights) {
+  et::BackendOptions<2> options;
+  ASSERT_EQ(options.set_option(kOptionProfileStrategy, GetParam()), et::Error::Ok);
+  ASSERT_EQ(options.set_option(kOptionWeightStreamingBudget, 0), et::Error::Ok);
+  et::LoadBackendOptionsMap map;
+  ASSERT_EQ(map.set_options(kBackendId, options.view()), et::Error::Ok);
+  Module module(program("nv_llm"));
+  ASSERT_EQ(module.load(map), et::Error::Ok) << last_error_message();
+  expect_reference(run(module, tokens(64)), tokens(64));
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, NvidiaModule, ::testing::Values(kStrategySwitch, kStrategyContextPerProfile),
+                         [](const ::testing::TestParamInfo<const char*>& param) {
+                           return std::string(param.param) == kStrategySwitch ? "Switch" : "ContextPerProfile";
+                         });
+
+}  // namespace
+}  // namespace etrt::contract
