@@ -23,6 +23,9 @@ WHEEL="$(ls -d "$ROOT"/.venv/lib/python3*/site-packages/executorch | head -1)"
 
 rm -rf "$OUT" && mkdir -p "$OUT/schema" "$OUT/python"
 for b in "${BINARIES[@]}"; do strip -o "$OUT/$b" "$BUILD/tests/contract/$b"; done
+# The figures' benchmark, when the build has it (-DETRT_BUILD_BENCHMARKS=ON).
+BENCH="$BUILD/bench/nvidia/etrt_bench_nvidia_decode"
+[[ -x "$BENCH" ]] && strip -o "$OUT/etrt_bench_nvidia_decode" "$BENCH"
 ldd "${BINARIES[@]/#/$BUILD/tests/contract/}" | awk '/=> \// {print $1, $3}' | sort -u | while read -r name path; do
   case "$name" in
     libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|libstdc++.so.*|libgcc_s.so.*|ld-linux*|libnvinfer*) ;;

@@ -3,7 +3,8 @@
 // spec; tests/contract/run_nvidia.sh packs the specs into .pte files with the project's packer (python -m etrt.pte).
 // Needs a GPU: the builder runs on it, and the blob's description comes from the adapter loading the plan.
 //
-//   etrt_nvidia_make_programs <dir>      (ETRT_CONTRACT_PLAN_DIR: reuse/keep plans, as the contract suite does)
+//   etrt_nvidia_make_programs <dir>      (ETRT_CONTRACT_PLAN_DIR: reuse/keep plans, as the contract suite does; the
+//                                         benchmark, bench/nvidia, reads the decoder's plan from there)
 
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +26,8 @@ using etrt::contract::ModelSpec;
 using json = nlohmann::json;
 
 std::string g_dir;
+// Layers of the benchmark's decoder: enough kernels that a decode step is host-bound, as an LLM's is.
+constexpr int kDeepLayers = 48;
 
 std::vector<uint8_t> plan_for(const ModelSpec& model) {
   const char* dir = std::getenv("ETRT_CONTRACT_PLAN_DIR");
@@ -38,6 +41,8 @@ std::vector<uint8_t> plan_for(const ModelSpec& model) {
     std::string error;
     plan = etrt::contract::build_plan(model, &error);
     if (plan.empty()) std::fprintf(stderr, "make_nvidia_programs: %s\n", error.c_str());
+    if (!plan.empty() && !path.empty() && !etrt::refkit::write_file(path, plan, &error))
+      std::fprintf(stderr, "make_nvidia_programs: %s\n", error.c_str());
   }
   return plan;
 }
@@ -64,8 +69,11 @@ bool write_blob(const std::string& name, const ModelSpec& model) {
   return true;
 }
 
-json tensor(const std::string& name, const char* dtype, std::vector<int64_t> sizes, bool dynamic) {
-  return {{"name", name}, {"dtype", dtype}, {"sizes", sizes}, {"dynamic", dynamic}};
+// `planned` false leaves the tensor without a memory-planned slot: the runner passes its own (device) memory.
+json tensor(const std::string& name, const char* dtype, std::vector<int64_t> sizes, bool dynamic, bool planned = true) {
+  json t = {{"name", name}, {"dtype", dtype}, {"sizes", sizes}, {"dynamic", dynamic}};
+  if (!planned) t["planned"] = false;
+  return t;
 }
 json trt_call(const std::string& blob, std::vector<std::string> args) {
   return {{"backend_id", "TensorRTBackend"}, {"blob_file", blob + ".blob"}, {"args", args}};
@@ -111,6 +119,12 @@ int main(int argc, char** argv) {
                          tensor("x", "float32", {1, 4}, false), tensor("y", "float32", {1, 4}, false)},
                         {"input_ids", "x"}, {"logits", "y"},
                         {trt_call("nv_llm", {"input_ids", "logits"}), trt_call("nv_static", {"x", "y"})});
-  std::printf("make_nvidia_programs: %s\n", ok ? "wrote nv_llm, nv_overlap, nv_static, nv_mixed" : "FAILED");
+  // The benchmark's decoder (bench/nvidia), every tensor the runner's memory.
+  ok = ok && write_blob("nv_deep", c::deep_decoder(kDeepLayers)) &&
+       write_spec("nv_deep",
+                  {tensor("input_ids", "int32", {1, 512}, true, false),
+                   tensor("logits", "float32", {1, 512, c::kDeepWidth}, true, false)},
+                  {"input_ids"}, {"logits"}, {trt_call("nv_deep", {"input_ids", "logits"})});
+  std::printf("make_nvidia_programs: %s\n", ok ? "wrote nv_llm, nv_overlap, nv_static, nv_mixed, nv_deep" : "FAILED");
   return ok ? 0 : 1;
 }

@@ -94,6 +94,36 @@ inline ModelSpec empty_capable_scale() {
   return m;
 }
 
+// The benchmark's many-layer decoder (bench/nvidia): token ids [1, S] int32 -> embedding [64 x 256] -> `layers`
+// matrix products by [256 x 256] weights -> logits [1, S, 256], with a decode profile (S = 1) and a prefill profile
+// (S = 16..512). Small weights keep the values bounded; what it computes is not checked, what it costs is.
+inline constexpr int64_t kDeepVocab = 64;
+inline constexpr int64_t kDeepWidth = 256;
+inline ModelSpec deep_decoder(int layers) {
+  ModelSpec m;
+  m.label = "deep_decoder_" + std::to_string(layers);
+  m.inputs = {{"input_ids", DataType::kInt32, {1, -1}}};
+  m.outputs = {{"logits", DataType::kFloat32, {1, -1, kDeepWidth}}};
+  m.profiles = {{ids_bounds(1, 1, 1)}, {ids_bounds(16, 128, 512)}};
+  std::vector<float> table(static_cast<size_t>(kDeepVocab * kDeepWidth));
+  for (size_t i = 0; i < table.size(); ++i) table[i] = 0.001f * static_cast<float>(i % 97);
+  m.constants.push_back({"table", {kDeepVocab, kDeepWidth}, std::move(table)});
+  std::string previous = "x0";
+  m.ops.push_back({OpKind::kEmbedding, "input_ids", "table", previous});
+  for (int l = 0; l < layers; ++l) {
+    std::vector<float> w(static_cast<size_t>(kDeepWidth * kDeepWidth));
+    for (size_t i = 0; i < w.size(); ++i)
+      w[i] = (i % static_cast<size_t>(kDeepWidth + 1) == 0 ? 1.0f : 0.0f) +
+             0.0001f * static_cast<float>((i + static_cast<size_t>(l)) % 13);
+    const std::string weight = "w" + std::to_string(l);
+    const std::string next = l + 1 == layers ? "logits" : "x" + std::to_string(l + 1);
+    m.constants.push_back({weight, {kDeepWidth, kDeepWidth}, std::move(w)});
+    m.ops.push_back({OpKind::kMatMul, previous, weight, next});
+    previous = next;
+  }
+  return m;
+}
+
 // What the llm models compute for `ids`: [S] -> [S * kHidden].
 inline std::vector<float> llm_reference(const std::vector<int32_t>& ids) {
   return fixtures::expected_logits(std::vector<int64_t>(ids.begin(), ids.end()));

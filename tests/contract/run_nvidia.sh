@@ -5,7 +5,8 @@
 #   2. the Module suite's programs: plans, blobs and packer specs (etrt_nvidia_make_programs), packed into .pte files
 #      by the project's packer (python3 -m etrt.pte, with the bundle's flatc and ExecuTorch schema);
 #   3. the Module suite over them;
-#   4. both suites again under compute-sanitizer memcheck and racecheck, on the same plans and programs.
+#   4. the figures' benchmark (bench/nvidia), when the bundle has it;
+#   5. both suites again under compute-sanitizer memcheck and racecheck, on the same plans and programs.
 # Prints the [observed] lines and one summary line per run; logs in LOG_DIR. Exit status 0 when all passed.
 #
 #   bash run_nvidia.sh LOG_DIR [python3]
@@ -34,6 +35,12 @@ fi
 echo "programs: $(ls "$LOGS"/programs/*.pte 2>/dev/null | xargs -n1 basename 2>/dev/null | tr '\n' ' ')"
 "$HERE/etrt_nvidia_module_tests" > "$LOGS/module.log" 2>&1 || status=1
 summary "module" "$LOGS/module.log"
+
+if [[ -x "$HERE/etrt_bench_nvidia_decode" ]]; then
+  "$HERE/etrt_bench_nvidia_decode" "$LOGS/programs" "$LOGS/plans/deep_decoder_48.plan" > "$LOGS/bench.log" 2>&1 \
+    || status=1
+  cat "$LOGS/bench.log"
+fi
 
 if command -v compute-sanitizer > /dev/null; then
   for tool in memcheck racecheck; do
