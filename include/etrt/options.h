@@ -60,6 +60,19 @@ inline constexpr char kOptionWeightStreamingBudget[] = "weight_streaming_budget"
 /// delegate falls back to plain enqueues for good (one log line).
 /// docs/cuda-graphs.md.
 inline constexpr char kOptionCudaGraphs[] = "cuda_graphs";
+/// bool, default false. Lets TensorRT run host code a plan carries: a
+/// version-compatible plan that embeds its lean runtime (built with
+/// kVERSION_COMPATIBLE and without kEXCLUDE_LEAN_RUNTIME) loads only with it
+/// (IRuntime::setEngineHostCodeAllowed). Off by default because that code runs
+/// in this process with its rights: allow it only for plans you trust.
+/// Torch-TensorRT's version-compatible exports exclude the lean runtime and
+/// need no host code on a full TensorRT of the same major. docs/tensorrt.md.
+inline constexpr char kOptionEngineHostCode[] = "engine_host_code";
+/// string, default empty. Plugin libraries a plan's layers need, as paths
+/// separated by ':', loaded into the engine's runtime's plugin registry
+/// (IPluginRegistry::loadLibrary) before the plan is deserialized; a library
+/// that does not load refuses the program, naming it. docs/tensorrt.md.
+inline constexpr char kOptionPluginLibraries[] = "plugin_libraries";
 
 // ---- process-wide counters (executorch::runtime::get_option, int values) ----
 

@@ -85,11 +85,30 @@ class ICudaEngine {
   virtual IErrorRecorder* getErrorRecorder() const noexcept = 0;
 };
 
+// A library of plugins, as loadLibrary returns it; nullptr when it did not load.
+using PluginLibraryHandle = void*;
+
+// The plugin registry of a runtime. Only what etrt calls: loading a plugin library, whose creators register
+// themselves when it loads.
+class IPluginRegistry {
+ public:
+  virtual PluginLibraryHandle loadLibrary(AsciiChar const* pluginPath) noexcept = 0;
+
+ protected:
+  virtual ~IPluginRegistry() noexcept = default;
+};
+
 class IRuntime {
  public:
   virtual ~IRuntime() noexcept = default;
 
   virtual ICudaEngine* deserializeCudaEngine(void const* blob, std::size_t size) noexcept = 0;
+
+  // Whether a plan's host code may run (a version-compatible plan that embeds its lean runtime needs it). Off by
+  // default.
+  virtual void setEngineHostCodeAllowed(bool allowed) noexcept = 0;
+  virtual bool getEngineHostCodeAllowed() const noexcept = 0;
+  virtual IPluginRegistry& getPluginRegistry() noexcept = 0;
 
   virtual void setErrorRecorder(IErrorRecorder* recorder) noexcept = 0;
   virtual IErrorRecorder* getErrorRecorder() const noexcept = 0;

@@ -1,10 +1,13 @@
 // The GPU-free NvInfer implementation: the runtime (createInferRuntime,
 // deserializeCudaEngine) and the engine (ICudaEngine). See ../README.md.
 
+#include <dlfcn.h>
+
 #include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <new>
+#include <string>
 
 #include "device_runtime.h"
 #include "engine_impl.h"
@@ -35,10 +38,39 @@ nvinfer1::DataType to_nv(DataType t) {
   return nvinfer1::DataType::kFLOAT;
 }
 
+// A runtime's plugin registry: loadLibrary dlopens the library, whose plugins register themselves as it loads (as
+// TensorRT's REGISTER_TENSORRT_PLUGIN does); a library that does not load is reported and yields nullptr. Libraries
+// stay loaded for the life of the process, as TensorRT's do.
+class PluginRegistryImpl final : public nvinfer1::IPluginRegistry {
+ public:
+  explicit PluginRegistryImpl(const ErrorSink& sink) : sink_(sink) {}
+  nvinfer1::PluginLibraryHandle loadLibrary(nvinfer1::AsciiChar const* path) noexcept override {
+    if (path == nullptr || *path == '\0') {
+      sink_.report(nvinfer1::ErrorCode::kINVALID_ARGUMENT, "loadLibrary: no plugin library path");
+      return nullptr;
+    }
+    void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* reason = dlerror();
+      sink_.report(nvinfer1::ErrorCode::kINVALID_ARGUMENT,
+                   std::string("loadLibrary: could not load plugin library '") + path +
+                       "': " + (reason != nullptr ? reason : "dlopen failed"));
+    }
+    return handle;
+  }
+
+ private:
+  const ErrorSink& sink_;
+};
+
 class RuntimeImpl final : public nvinfer1::IRuntime {
  public:
-  explicit RuntimeImpl(nvinfer1::ILogger* logger) { sink_.logger = logger; }
+  explicit RuntimeImpl(nvinfer1::ILogger* logger) : registry_(sink_) { sink_.logger = logger; }
   ~RuntimeImpl() noexcept override { release(sink_.recorder); }
+
+  void setEngineHostCodeAllowed(bool allowed) noexcept override { host_code_allowed_ = allowed; }
+  bool getEngineHostCodeAllowed() const noexcept override { return host_code_allowed_; }
+  nvinfer1::IPluginRegistry& getPluginRegistry() noexcept override { return registry_; }
 
   nvinfer1::ICudaEngine* deserializeCudaEngine(void const* blob, std::size_t size) noexcept override {
     if (blob == nullptr || size == 0) {
@@ -54,6 +86,8 @@ class RuntimeImpl final : public nvinfer1::IRuntime {
 
  private:
   ErrorSink sink_;
+  PluginRegistryImpl registry_;
+  bool host_code_allowed_ = false;
 };
 
 }  // namespace

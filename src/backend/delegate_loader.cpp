@@ -163,7 +163,11 @@ Error Delegate::deserialize(const blob::ParsedBlob& parsed, DeviceGuard& device,
     const Error activated = device.activate(device_id, why);
     if (activated != Error::Ok) return activated;
   }
-  const Error status = engine::tensorrt::deserialize(parsed.engine, parsed.engine_size, device_id, &engine_, why);
+  engine::tensorrt::RuntimeOptions runtime;
+  runtime.allow_host_code = options_.engine_host_code;
+  runtime.plugin_libraries = options_.plugin_libraries;
+  const Error status =
+      engine::tensorrt::deserialize(parsed.engine, parsed.engine_size, device_id, runtime, &engine_, why);
   if (status != Error::Ok) return status;
   if (!memory_kind_supported(engine_->memory_kind())) {
     return fail(why, Error::NotSupported,

@@ -73,6 +73,22 @@ Error apply_load_option(const RawOption& o, LoadOptions* options, Diagnostic& wh
     options->cuda_graphs = o.bool_value;
     return Error::Ok;
   }
+  if (std::strcmp(o.key, kOptionEngineHostCode) == 0) {
+    if (o.kind != RawOption::Kind::kBool) return wrong_type(o, "bool", why);
+    options->engine_host_code = o.bool_value;
+    return Error::Ok;
+  }
+  if (std::strcmp(o.key, kOptionPluginLibraries) == 0) {
+    if (o.kind != RawOption::Kind::kString) return wrong_type(o, "string", why);
+    const size_t length = std::strlen(o.string_value);
+    if (length >= sizeof(options->plugin_libraries)) {
+      return fail(why, Error::InvalidArgument,
+                  "TensorRTBackend load option '%s' is %zu characters; at most %zu fit (ExecuTorch's option length)",
+                  kOptionPluginLibraries, length, sizeof(options->plugin_libraries) - 1);
+    }
+    std::memcpy(options->plugin_libraries, o.string_value, length + 1);
+    return Error::Ok;
+  }
   if (std::strcmp(o.key, kOptionWeightStreamingBudget) == 0) {
     if (o.kind == RawOption::Kind::kInt && o.int_value >= 0) {
       options->weight_streaming_budget = o.int_value;
@@ -97,8 +113,9 @@ Error apply_load_option(const RawOption& o, LoadOptions* options, Diagnostic& wh
     return Error::InvalidArgument;
   }
   return fail(why, Error::InvalidArgument,
-              "TensorRTBackend has no load option '%s'; known options: %s, %s, %s, %s, %s.", o.key, kOptionAutoSelect,
-              kOptionAutoPolicy, kOptionProfileStrategy, kOptionWeightStreamingBudget, kOptionCudaGraphs);
+              "TensorRTBackend has no load option '%s'; known options: %s, %s, %s, %s, %s, %s, %s.", o.key,
+              kOptionAutoSelect, kOptionAutoPolicy, kOptionProfileStrategy, kOptionWeightStreamingBudget,
+              kOptionCudaGraphs, kOptionEngineHostCode, kOptionPluginLibraries);
 }
 
 bool parse_byte_count(const char* text, size_t length, int64_t* bytes) {

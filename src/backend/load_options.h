@@ -30,6 +30,10 @@ struct LoadOptions {
   int64_t weight_streaming_budget = -1;
   // Replay steady-state executions of device engines as CUDA graphs (etrt/options.h kOptionCudaGraphs).
   bool cuda_graphs = false;
+  // Let TensorRT run host code the plan carries (kOptionEngineHostCode).
+  bool engine_host_code = false;
+  // Plugin libraries to load before deserializing, ':'-separated (kOptionPluginLibraries); empty: none.
+  char plugin_libraries[executorch::runtime::kMaxOptionValueLength] = {};
 
   // The request an execution with no guard in force uses, on an engine with `num_profiles` profiles: automatic
   // selection on a multi-profile engine (docs/auto-by-default.md has the numbers behind it); a one-profile engine

@@ -424,6 +424,59 @@ TEST(ModuleCudaGraphs, OptionIsAcceptedAndAHostEngineRunsAsBefore) {
                                     {2.0f, 1.0f}));
 }
 
+// ---- what the engine's TensorRT runtime is given before deserializing ----
+
+et::LoadBackendOptionsMap* runtime_options(et::BackendOptions<2>* options, et::LoadBackendOptionsMap* map,
+                                           const char* plugin_libraries, bool host_code) {
+  EXPECT_EQ(options->set_option(etrt::kOptionPluginLibraries, plugin_libraries), et::Error::Ok);
+  EXPECT_EQ(options->set_option(etrt::kOptionEngineHostCode, host_code), et::Error::Ok);
+  EXPECT_EQ(map->set_options(etrt::kBackendId, options->view()), et::Error::Ok);
+  return map;
+}
+
+TEST(ModuleRuntimeOptions, PluginLibrariesThatLoadAreLoadedAndTheProgramRuns) {
+  et::BackendOptions<2> options;
+  et::LoadBackendOptionsMap map;
+  // Any shared library that loads stands for a plugin library here (its plugins would register as it loads).
+  Loaded l = load("kv_owned", runtime_options(&options, &map, "libm.so.6::libdl.so.2", true));
+  ASSERT_EQ(l.error, et::Error::Ok) << l.message;
+  CallerCache cache;
+  std::vector<float> rows = {1.0f, 2.0f};
+  int64_t pos = 0;
+  ASSERT_TRUE(step(*l.module, rows, pos, cache).ok()) << etrt::last_error_message();
+  EXPECT_EQ(cache.values(), updated(CallerCache().values(), 0, {1.0f, 2.0f}));
+}
+
+TEST(ModuleRuntimeOptions, APluginLibraryThatDoesNotLoadRefusesTheProgramNamingIt) {
+  et::BackendOptions<2> options;
+  et::LoadBackendOptionsMap map;
+  Loaded l = load("kv_owned", runtime_options(&options, &map, "libm.so.6:/nonexistent/libetrt_no_plugin.so", false));
+  EXPECT_EQ(l.error, et::Error::InvalidProgram) << "as for any program refused at load";
+  EXPECT_TRUE(has(l.message, "the plugin library '/nonexistent/libetrt_no_plugin.so' (load option plugin_libraries) "
+                             "did not load"))
+      << l.message;
+  EXPECT_TRUE(has(l.message, "could not load plugin library")) << "TensorRT's reason follows: " << l.message;
+}
+
+TEST(ModuleRuntimeOptions, OptionsOfTheWrongTypeAreRefused) {
+  {
+    et::BackendOptions<1> options;
+    ASSERT_EQ(options.set_option(etrt::kOptionEngineHostCode, "yes"), et::Error::Ok);
+    et::LoadBackendOptionsMap map;
+    ASSERT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
+    Loaded l = load("kv_owned", &map);
+    EXPECT_EQ(l.error, et::Error::InvalidArgument);
+    EXPECT_TRUE(has(l.message, "load option 'engine_host_code' must be a bool, got a string")) << l.message;
+  }
+  et::BackendOptions<1> options;
+  ASSERT_EQ(options.set_option(etrt::kOptionPluginLibraries, true), et::Error::Ok);
+  et::LoadBackendOptionsMap map;
+  ASSERT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
+  Loaded l = load("kv_owned", &map);
+  EXPECT_EQ(l.error, et::Error::InvalidArgument);
+  EXPECT_TRUE(has(l.message, "load option 'plugin_libraries' must be a string, got a bool")) << l.message;
+}
+
 TEST(ModuleCudaGraphs, OptionOfTheWrongTypeIsRefused) {
   et::BackendOptions<1> options;
   ASSERT_EQ(options.set_option(etrt::kOptionCudaGraphs, "yes"), et::Error::Ok);

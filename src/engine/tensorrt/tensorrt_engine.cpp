@@ -274,9 +274,36 @@ class TensorRTEngine final : public Engine {
   std::shared_ptr<Loaded> loaded_;
 };
 
+// Loads each of the ':'-separated `libraries` into the runtime's plugin registry.
+Error load_plugin_libraries(Loaded& loaded, const char* libraries, Diagnostic& why) {
+  if (libraries == nullptr) return Error::Ok;
+  const std::string all = libraries;
+  size_t begin = 0;
+  while (begin <= all.size()) {
+    size_t end = all.find(':', begin);
+    if (end == std::string::npos) end = all.size();
+    const std::string path = all.substr(begin, end - begin);
+    begin = end + 1;
+    if (path.empty()) continue;
+    const uint64_t mark = loaded.logger.errors().mark();
+    if (loaded.runtime->getPluginRegistry().loadLibrary(path.c_str()) == nullptr) {
+      return fail_since(why, Error::InvalidArgument, loaded.logger.errors(), mark,
+                        "the plugin library '%s' (load option plugin_libraries) did not load "
+                        "(IPluginRegistry::loadLibrary); give the path of a plugin library built for TensorRT %d.%d",
+                        path.c_str(), NV_TENSORRT_MAJOR, NV_TENSORRT_MINOR);
+    }
+  }
+  return Error::Ok;
+}
+
 }  // namespace
 
 Error deserialize(const void* data, size_t size, int64_t device_id, std::unique_ptr<Engine>* out, Diagnostic& why) {
+  return deserialize(data, size, device_id, RuntimeOptions{}, out, why);
+}
+
+Error deserialize(const void* data, size_t size, int64_t device_id, const RuntimeOptions& options,
+                  std::unique_ptr<Engine>* out, Diagnostic& why) {
   if (data == nullptr || size == 0) {
     return fail(why, Error::InvalidArgument,
                 "no TensorRT engine bytes to deserialize (the blob's engine section is empty)");
@@ -302,12 +329,19 @@ Error deserialize(const void* data, size_t size, int64_t device_id, std::unique_
                       "createInferRuntime failed (is libnvinfer the version these headers are, %d.%d?)",
                       NV_TENSORRT_MAJOR, NV_TENSORRT_MINOR);
   }
+  loaded->runtime->setEngineHostCodeAllowed(options.allow_host_code);
+  const Error plugins = load_plugin_libraries(*loaded, options.plugin_libraries, why);
+  if (plugins != Error::Ok) return plugins;
   loaded->engine.reset(loaded->runtime->deserializeCudaEngine(data, size));
   if (loaded->engine == nullptr) {
-    return fail_since(why, Error::InvalidArgument, loaded->logger.errors(), mark,
-                      "TensorRT could not deserialize the engine (%zu bytes); it must have been built by the same "
-                      "TensorRT version for a compatible GPU, unless built version- or hardware-compatible",
-                      size);
+    const Error refused = fail_since(why, Error::InvalidArgument, loaded->logger.errors(), mark,
+                                     "TensorRT could not deserialize the engine (%zu bytes)", size);
+    why.append(". TensorRT %d.%d loads a plan built by the same version for the same GPU architecture, unless it was "
+               "built version- or hardware-compatible; a version-compatible plan that embeds its lean runtime also "
+               "needs the load option engine_host_code (it is %s), and a plan with plugin layers needs their "
+               "libraries (load option plugin_libraries)",
+               NV_TENSORRT_MAJOR, NV_TENSORRT_MINOR, options.allow_host_code ? "on" : "off");
+    return refused;
   }
   loaded->num_profiles = loaded->engine->getNbOptimizationProfiles();
   if (loaded->num_profiles < 1) {

@@ -31,6 +31,17 @@ namespace etrt::engine::tensorrt {
 [[nodiscard]] Error deserialize(const void* data, size_t size, int64_t device_id, std::unique_ptr<Engine>* out,
                                 Diagnostic& why);
 
+// What the engine's TensorRT runtime is given before it deserializes the plan.
+struct RuntimeOptions {
+  // IRuntime::setEngineHostCodeAllowed: a version-compatible plan that embeds its lean runtime needs it.
+  bool allow_host_code = false;
+  // Plugin libraries to load first (IPluginRegistry::loadLibrary), paths separated by ':'; null or "" for none.
+  const char* plugin_libraries = nullptr;
+};
+// As above, with `options`; InvalidArgument naming a plugin library that does not load.
+[[nodiscard]] Error deserialize(const void* data, size_t size, int64_t device_id, const RuntimeOptions& options,
+                                std::unique_ptr<Engine>* out, Diagnostic& why);
+
 // True when deserialize() needs the engine's CUDA device current (NVIDIA's TensorRT deserializes onto the current
 // device). The GPU-free implementation never does, so CUDA builds load its host engines on machines without a GPU.
 bool deserializes_on_device();
