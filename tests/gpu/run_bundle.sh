@@ -59,7 +59,7 @@ tests() {  # tests <log> <seconds each> [wrapper...]
 tests plain 100
 if [[ -f "$HERE/run_device_placed_python.sh" ]]; then
   step python run_device_placed_python.sh 400 bash "$HERE/run_device_placed_python.sh" "${ETRT_PYTHON:-python3}"
-  grep -hE "^(python |installing|PASS|FAIL|[0-9]+ failure)|Error" "$LOGS/python.log" | sed "s/^/  python: /" |
+  grep -hE "^(python |installing|PASS|FAIL|[0-9]+ failure|[A-Za-z_.]*Error: )" "$LOGS/python.log" | sed "s/^/  python: /" |
     tee -a "$SUMMARY"
 else
   echo "python: LEFT OUT: the bundle has no device_placed/ (make_bundle.sh said how to write it)" | tee -a "$SUMMARY"

@@ -29,15 +29,17 @@ export PYTHONPATH="$HERE/python${PYTHONPATH:+:$PYTHONPATH}"
 "$PY" -c 'import sys, torch, numpy, importlib.metadata as m; print("python", sys.version.split()[0], "torch",
   torch.__version__, "numpy", numpy.__version__, "executorch", m.version("executorch"))'
 
-# libetrt from a folder of its own: the bundle's folder also holds the libexecutorch.so the C++ suites use, which
-# libetrt's $ORIGIN would find, and etrt.runtime refuses a libetrt that would resolve libexecutorch.so to another
-# file than the one ExecuTorch's Python bindings loaded. What else libetrt links (the GPU-free NvInfer, libcudart)
+# libetrt from a folder of its own (<tmp>/lib, so its RUNPATH's $ORIGIN and $ORIGIN/../lib both name only it): the
+# bundle's folder also holds the libexecutorch.so the C++ suites use, which libetrt's $ORIGIN would find, and
+# etrt.runtime refuses a libetrt that would resolve libexecutorch.so to another file than the one ExecuTorch's
+# Python bindings loaded. What else libetrt links (the GPU-free NvInfer, libcudart)
 # comes from the bundle through LD_LIBRARY_PATH; libexecutorch(+threadpool) are the wheel's, already loaded by the
 # bindings, the wheel's lib/ first for good measure.
 EXECUTORCH_LIB="$("$PY" -c "import importlib.util, os; print(os.path.join(list(importlib.util.find_spec('executorch').submodule_search_locations)[0], 'lib'))")"
 NATIVE="$(mktemp -d)"
+mkdir "$NATIVE/lib"
 trap 'rm -rf "$NATIVE"' EXIT
-cp "$HERE/libetrt.so.0" "$NATIVE/"
-export ETRT_LIBRARY="$NATIVE/libetrt.so.0"
+cp "$HERE/libetrt.so.0" "$NATIVE/lib/"
+export ETRT_LIBRARY="$NATIVE/lib/libetrt.so.0"
 export LD_LIBRARY_PATH="$EXECUTORCH_LIB:$HERE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 "$PY" "$HERE/run_device_placed.py" "$HERE/device_placed"
