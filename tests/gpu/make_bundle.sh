@@ -10,6 +10,13 @@
 # lands in one folder; the binaries find their libraries through $ORIGIN or
 # LD_LIBRARY_PATH.
 #
+# Device-placed programs (docs/gpu-testing.md): <build-dir>/device_placed/ (the
+# exports etrt_gpu_device_placed_tests and run_device_placed_python.sh run;
+# written by `.venv-export/bin/python tests/export/device_placed.py
+# <build-dir>/device_placed`) and <build-dir>/python_wheels/ (the wheels the
+# Python run installs; tests/gpu/download_python_wheels.sh) are staged when
+# present, and their absence is reported loudly.
+#
 #   tests/gpu/make_bundle.sh [build-dir (build-cuda)] [bundle-dir (gpu-bundle)]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -17,7 +24,7 @@ BUILD="${1:-$ROOT/build-cuda}"
 OUT="${2:-$ROOT/gpu-bundle}"
 
 BINARIES=(tests/gpu/etrt_gpu_engine_tests tests/gpu/etrt_gpu_module_tests tests/gpu/etrt_gpu_fault_tests
-          bench/gpu/etrt_bench_gpu bench/gpu/etrt_bench_gpu_graphs)
+          tests/gpu/etrt_gpu_device_placed_tests bench/gpu/etrt_bench_gpu bench/gpu/etrt_bench_gpu_graphs)
 for b in "${BINARIES[@]}"; do
   if [[ ! -x "$BUILD/$b" ]]; then
     echo "make_bundle.sh: $BUILD/$b is missing; build $BUILD with -DETRT_WITH_CUDA=ON first" >&2
@@ -32,16 +39,23 @@ cp "$BUILD/tests/gpu/fixtures/"*.pte "$BUILD/tests/gpu/fixtures/decoder_weights.
 # tests/backend's host-mode fixtures (same names): the Module suite runs on them beside the CUDA-mode ones.
 cp "$BUILD/tests/backend/fixtures/"*.pte "$OUT/host_fixtures/"
 cp "$ROOT/tests/gpu/run_bundle.sh" "$OUT/"
-# Device-placed exports for the Python run (run_device_placed_python.sh), when they were written:
-#   .venv-export/bin/python tests/export/device_placed.py "$BUILD/device_placed"
+# Device-placed exports, for etrt_gpu_device_placed_tests and the Python run (run_device_placed_python.sh).
 if [[ -f "$BUILD/device_placed/manifest.json" ]]; then
   cp -r "$BUILD/device_placed" "$OUT/device_placed"
   cp -r "$ROOT/python/etrt" "$OUT/python_etrt_tmp" && mkdir -p "$OUT/python" && mv "$OUT/python_etrt_tmp" "$OUT/python/etrt"
   find "$OUT/python" -name __pycache__ -prune -exec rm -rf {} +
   cp "$ROOT/tests/gpu/run_device_placed.py" "$ROOT/tests/gpu/run_device_placed_python.sh" "$OUT/"
+  if compgen -G "$BUILD/python_wheels/*.whl" > /dev/null; then
+    mkdir -p "$OUT/wheels" && cp "$BUILD/python_wheels/"*.whl "$OUT/wheels/"
+  else
+    echo "make_bundle.sh: WARNING: no $BUILD/python_wheels/*.whl: the Python run will need executorch==1.5.1 (and" \
+      "ruamel.yaml) installed on the GPU machine; tests/gpu/download_python_wheels.sh $BUILD/python_wheels" \
+      "downloads them" >&2
+  fi
 else
-  echo "make_bundle.sh: no $BUILD/device_placed/manifest.json; the device-placed Python run is left out (write it" \
-    "with .venv-export/bin/python tests/export/device_placed.py $BUILD/device_placed)" >&2
+  echo "make_bundle.sh: WARNING: no $BUILD/device_placed/manifest.json: etrt_gpu_device_placed_tests will FAIL on" \
+    "the GPU machine and the device-placed Python run is left out. Write the exports with" \
+    ".venv-export/bin/python tests/export/device_placed.py $BUILD/device_placed, then run make_bundle.sh again" >&2
 fi
 
 # Every shared library the binaries load, except the C/C++ runtime every Linux machine has.

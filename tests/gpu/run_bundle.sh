@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs a bundle made by make_bundle.sh on a GPU machine: the GPU suite plainly,
-# then the benchmark, then the suite under compute-sanitizer memcheck,
+# Runs a bundle made by make_bundle.sh on a GPU machine: the GPU suite plainly
+# (etrt_gpu_device_placed_tests included), the device-placed Python run
+# (run_device_placed_python.sh, when the bundle has the exports; python3, or
+# $ETRT_PYTHON), then the benchmark, then the suite under compute-sanitizer memcheck,
 # racecheck and initcheck. One log per step in <log-dir>, and summary.txt with
 # each step's exit code, duration, test counts and sanitizer verdicts.
 # The demo decoder's test dumps its logits per step to
@@ -20,6 +22,7 @@ SUMMARY="$LOGS/summary.txt"
 export LD_LIBRARY_PATH="$HERE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export ETRT_GPU_FIXTURE_DIR="$HERE/fixtures"
 export ETRT_HOST_FIXTURE_DIR="$HERE/host_fixtures"
+export ETRT_DEVICE_PLACED_DIR="$HERE/device_placed"
 if ! "$HERE/etrt_gpu_engine_tests" --gtest_list_tests > /dev/null 2>&1; then
   echo "the machine's C++ runtime is older than the build's: using fallback/" | tee -a "$SUMMARY"
   export LD_LIBRARY_PATH="$HERE/fallback:$LD_LIBRARY_PATH"
@@ -47,13 +50,20 @@ tests() {  # tests <log> <seconds each> [wrapper...]
   shift 2
   export ETRT_GPU_DUMP_DIR="$LOGS/dumps/$log"
   mkdir -p "$ETRT_GPU_DUMP_DIR"
-  for t in etrt_gpu_engine_tests etrt_gpu_module_tests etrt_gpu_fault_tests; do step "$log" "$t" "$limit" "$@" "$HERE/$t"; done
+  for t in etrt_gpu_engine_tests etrt_gpu_module_tests etrt_gpu_fault_tests etrt_gpu_device_placed_tests; do step "$log" "$t" "$limit" "$@" "$HERE/$t"; done
   local verdicts="^\[  (PASSED|FAILED|SKIPPED) +\]|tests? ran\.|ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY"
   grep -hE "$verdicts" "$LOGS/$log.log" |
     sed "s/^/  $log: /" | tee -a "$SUMMARY"
 }
 
 tests plain 100
+if [[ -f "$HERE/run_device_placed_python.sh" ]]; then
+  step python run_device_placed_python.sh 400 bash "$HERE/run_device_placed_python.sh" "${ETRT_PYTHON:-python3}"
+  grep -hE "^(python |installing|PASS|FAIL|[0-9]+ failure|[A-Za-z_.]*Error: )" "$LOGS/python.log" | sed "s/^/  python: /" |
+    tee -a "$SUMMARY"
+else
+  echo "python: LEFT OUT: the bundle has no device_placed/ (make_bundle.sh said how to write it)" | tee -a "$SUMMARY"
+fi
 step bench etrt_bench_gpu 240 "$HERE/etrt_bench_gpu" "$@" --benchmark_out="$LOGS/bench.json" --benchmark_out_format=json
 sed -n '/^Median over the repetitions of the host time/,$p' "$LOGS/bench.log" | tee -a "$SUMMARY"
 step bench_graphs etrt_bench_gpu_graphs 240 "$HERE/etrt_bench_gpu_graphs" "$@" \
