@@ -543,9 +543,8 @@ bool cuda_fixtures() {
         llm_spec("bench_cuda_unplanned", "bench_cuda", 64, 64, /*planned=*/false);
   ok &= write_blob("bench_host", llm_engine("bench_host", bench_profiles, MemoryKind::kHost, false)) &&
         llm_spec("bench_host", "bench_host", 64, 64);
-  // The CUDA-graph benchmark's decoder (tracing off), and the same traced for the graph tests to count enqueues.
+  // The CUDA-graph benchmark's decoder, tracing off.
   ok &= graph_program("bench_graph", false);
-  ok &= graph_program("graph_traced", true);
   ok &= write_text("noop.blob", "noop") &&
         write_spec("bench_noop",
                    {tensor("input_ids", "int64", {1, 64}, true), tensor("logits", "float32", {1, 64, H}, true)},

@@ -20,7 +20,6 @@
 #include "etrt/report.h"
 #include "etrt/stream_guard.h"
 #include "etrt_gpufree/faults.h"
-#include "etrt_gpufree/trace.h"
 
 namespace {
 
@@ -132,29 +131,38 @@ TEST_P(GraphCuda, ReplayedStepsEqualPlainEnqueuesBitForBit) {
 }
 
 // A graph is replayed only while its context is unchanged since the capture: TensorRT reconfigures a context at the
-// first enqueue after a switch or a new shape, and the graph holds the configuration it captured. Counted in the
-// GPU-free engine's trace, where a capture is an enqueueV3 call and a replay is none. Three decode steps, a prefill,
-// three decode steps: under `switch` the prefill reconfigures the one context, so the second decode run enqueues
-// plainly, captures anew and replays (2 calls), as the first did; under `context_per_profile` the prefill runs on
-// its own context and the decode context's graph is replayed at once (0 calls).
+// first enqueue after a switch or a new shape, and the graph holds the configuration it captured. Counted with the
+// GPU-free engine's enqueue hook, which runs in every enqueueV3 call (a capture is one) and in no replay. Three decode
+// steps, a prefill, three decode steps: under `switch` the prefill reconfigures the one context, so the second decode
+// run enqueues plainly, captures anew and replays (2 calls), as the first did; under `context_per_profile` the
+// prefill runs on its own context and the decode context's graph is replayed at once (0 calls).
+void count_graph_enqueues(const char* strategy, const std::string& program, std::vector<int>* counts) {
+  int calls = 0;
+  etrt::gpufree::set_enqueue_hook(program, [&calls] { ++calls; });
+  {
+    Decoder d(strategy, true, program);
+    ASSERT_TRUE(d.ok()) << etrt::last_error_message();
+    int64_t at = 0;
+    for (int s = 0; s < 3; ++s, ++at) ASSERT_FALSE(d.step({(at * 3 + 1) % kVocab}, at).empty());
+    counts->push_back(calls);
+    ASSERT_FALSE(d.step({1, 2, 3, 4, 5, 6, 7, 8}, at).empty());
+    at += 8;
+    counts->push_back(calls);
+    for (int s = 0; s < 3; ++s, ++at) ASSERT_FALSE(d.step({(at * 3 + 1) % kVocab}, at).empty());
+    counts->push_back(calls);
+  }
+  etrt::gpufree::set_enqueue_hook(program, {});
+}
+
 TEST_P(GraphCuda, AGraphIsReplayedOnlyWhileItsContextIsUnchangedSinceTheCapture) {
   const bool per_profile = std::string(GetParam()) == "context_per_profile";
-  etrt::gpufree::clear_trace("graph_traced");
-  Decoder d(GetParam(), true, "graph_traced");
-  ASSERT_TRUE(d.ok()) << etrt::last_error_message();
-  const auto decode_three = [&d](int64_t* at) {
-    for (int s = 0; s < 3; ++s) ASSERT_FALSE(d.step({(*at * 3 + 1) % kVocab}, *at).empty()), ++*at;
-  };
-  int64_t at = 0;
-  decode_three(&at);
-  EXPECT_EQ(etrt::gpufree::count_enqueues("graph_traced"), 2) << "plain, capture, replay";
-  ASSERT_FALSE(d.step({1, 2, 3, 4, 5, 6, 7, 8}, at).empty());
-  at += 8;
-  EXPECT_EQ(etrt::gpufree::count_enqueues("graph_traced"), 3) << "the prefill enqueues plainly";
-  decode_three(&at);
-  EXPECT_EQ(etrt::gpufree::count_enqueues("graph_traced"), per_profile ? 3 : 5)
-      << (per_profile ? "the decode context was not touched: its graph replays"
-                      : "the switch made the graph stale: plain, capture, replay");
+  std::vector<int> counts;
+  count_graph_enqueues(GetParam(), "bench_graph", &counts);
+  ASSERT_EQ(counts.size(), 3u);
+  EXPECT_EQ(counts[0], 2) << "plain, capture, replay";
+  EXPECT_EQ(counts[1], 3) << "the prefill enqueues plainly";
+  EXPECT_EQ(counts[2], per_profile ? 3 : 5) << (per_profile ? "the decode context was not touched: its graph replays"
+                                                            : "the switch made the graph stale: plain, capture, replay");
 }
 
 TEST_P(GraphCuda, RefusedCaptureTurnsGraphsOffAndTheDelegateKeepsWorking) {
