@@ -378,8 +378,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
     if (!memory_.streams_weights) return std::string();
     return ", of which " + std::to_string(memory_.streaming_bytes) +
            " bytes stage streamed weights (getWeightStreamingScratchMemorySize(): the budget is " +
-           std::to_string(memory_.budget) + " of " + std::to_string(state_->streamable_bytes()) +
-           " streamable bytes)";
+           std::to_string(memory_.budget) + " of " + std::to_string(state_->streamable_bytes()) + " streamable bytes)";
   }
   const std::string* fail_engine_destroyed(const char* call) const {
     return fail(std::string(call) + ": engine '" + label() + "' was destroyed; destroy its contexts first");
@@ -655,8 +654,7 @@ nvinfer1::IExecutionContext* make_context(const EngineImpl& engine, std::shared_
                                           bool user_managed, const ContextMemory& memory, ScratchBuffer owned,
                                           DeviceOrder order) {
   retain(state->sink.recorder);
-  return new (std::nothrow)
-      ContextImpl(engine, std::move(state), id, user_managed, memory, std::move(owned), order);
+  return new (std::nothrow) ContextImpl(engine, std::move(state), id, user_managed, memory, std::move(owned), order);
 }
 
 }  // namespace etrt::gpufree
