@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
@@ -104,73 +103,71 @@ class Bound {
 
 const std::vector<float> kWant = {3, 6, 9, 12};
 
-TEST(WeightStreamingCuda, StreamingEngineRefusesACapturingStreamEvenAfterAPlainEnqueue) {
-  std::unique_ptr<Engine> engine = streaming_engine("ws_cuda_capture", 0);
-  ASSERT_NE(engine, nullptr);
+// Runs the engine under `budget` once plainly (which does its deferred work, so only streaming can stand in the way
+// of a capture), then once while the stream captures; that enqueue's status (its reason in `why`) and the capture's.
+Error capture_after_plain_enqueue(const std::string& label, int64_t budget, Diagnostic& why, cudaError_t* ended) {
+  std::unique_ptr<Engine> engine = streaming_engine(label, budget);
+  if (engine == nullptr) return Error::Internal;
   Bound bound(*engine);
-  ASSERT_TRUE(bound.ok());
-  Diagnostic why;
-  // The plain enqueue does the deferred work, after which a resident engine could be captured (below).
-  ASSERT_EQ(bound.context().enqueue(bound.stream(), why), Error::Ok) << why.c_str();
+  if (!bound.ok()) return Error::Internal;
+  const Error plain = bound.context().enqueue(bound.stream(), why);
+  EXPECT_EQ(plain, Error::Ok) << why.c_str();
+  if (plain != Error::Ok) return plain;
+  EXPECT_EQ(cudaStreamSynchronize(bound.stream()), cudaSuccess);
   EXPECT_EQ(bound.y(), kWant);
+  const Error captured = bound.captured_enqueue(why, ended);
+  // A refused capture leaves the context as it was: it still runs plainly.
+  Diagnostic again;
+  EXPECT_EQ(bound.context().enqueue(bound.stream(), again), Error::Ok) << again.c_str();
+  EXPECT_EQ(bound.y(), kWant);
+  return captured;
+}
+
+TEST(WeightStreamingCuda, StreamingEngineRefusesACapturingStreamEvenAfterAPlainEnqueue) {
+  Diagnostic why;
   cudaError_t ended = cudaSuccess;
-  EXPECT_EQ(bound.captured_enqueue(why, &ended), Error::Internal);
+  EXPECT_EQ(capture_after_plain_enqueue("ws_cuda_capture", 0, why, &ended), Error::Internal);
   EXPECT_NE(std::string(why.c_str())
                 .find("streams its weights (budget 0 of 64 streamable bytes), which makes "
                       "enqueueV3 synchronous and uncapturable"),
             std::string::npos)
       << why.c_str();
-  // And it still runs plainly.
-  ASSERT_EQ(bound.context().enqueue(bound.stream(), why), Error::Ok) << why.c_str();
-  EXPECT_EQ(bound.y(), kWant);
 }
 
 TEST(WeightStreamingCuda, ResidentEngineCapturesAfterAPlainEnqueue) {
-  std::unique_ptr<Engine> engine = streaming_engine("ws_cuda_resident_capture", kStreamable);
-  ASSERT_NE(engine, nullptr);
-  Bound bound(*engine);
-  ASSERT_TRUE(bound.ok());
   Diagnostic why;
-  ASSERT_EQ(bound.context().enqueue(bound.stream(), why), Error::Ok) << why.c_str();
-  ASSERT_EQ(cudaStreamSynchronize(bound.stream()), cudaSuccess);
   cudaError_t ended = cudaErrorUnknown;
-  EXPECT_EQ(bound.captured_enqueue(why, &ended), Error::Ok) << why.c_str();
+  EXPECT_EQ(capture_after_plain_enqueue("ws_cuda_resident_capture", kStreamable, why, &ended), Error::Ok)
+      << why.c_str();
   EXPECT_EQ(ended, cudaSuccess);
 }
 
-// Holds the stream for `ms` milliseconds, on the host, ahead of what is enqueued after it.
-void hold(cudaStream_t stream, intptr_t ms) {
-  ASSERT_EQ(cudaLaunchHostFunc(
-                stream,
-                [](void* p) { std::this_thread::sleep_for(std::chrono::milliseconds(reinterpret_cast<intptr_t>(p))); },
-                reinterpret_cast<void*>(ms)),
-            cudaSuccess);
+// Holds the stream for 300 ms on the host, then enqueues the engine under `budget`: what cudaStreamQuery says the
+// moment the enqueue returns (cudaErrorUnknown if something else failed).
+cudaError_t stream_after_held_enqueue(const std::string& label, int64_t budget) {
+  std::unique_ptr<Engine> engine = streaming_engine(label, budget);
+  if (engine == nullptr) return cudaErrorUnknown;
+  Bound bound(*engine);
+  if (!bound.ok()) return cudaErrorUnknown;
+  const cudaError_t held = cudaLaunchHostFunc(
+      bound.stream(), [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }, nullptr);
+  EXPECT_EQ(held, cudaSuccess);
+  Diagnostic why;
+  const Error enqueued = bound.context().enqueue(bound.stream(), why);
+  const cudaError_t status = cudaStreamQuery(bound.stream());
+  EXPECT_EQ(enqueued, Error::Ok) << why.c_str();
+  EXPECT_EQ(cudaStreamSynchronize(bound.stream()), cudaSuccess);
+  EXPECT_EQ(bound.y(), kWant);
+  return held == cudaSuccess && enqueued == Error::Ok ? status : cudaErrorUnknown;
 }
 
 TEST(WeightStreamingCuda, StreamingEnqueueReturnsWithItsStreamDone) {
-  std::unique_ptr<Engine> engine = streaming_engine("ws_cuda_sync", 16);
-  ASSERT_NE(engine, nullptr);
-  Bound bound(*engine);
-  ASSERT_TRUE(bound.ok());
-  Diagnostic why;
-  hold(bound.stream(), 300);
-  ASSERT_EQ(bound.context().enqueue(bound.stream(), why), Error::Ok) << why.c_str();
   // The host waited: for the held work ahead of the enqueue, and for the enqueue's own.
-  EXPECT_EQ(cudaStreamQuery(bound.stream()), cudaSuccess);
-  EXPECT_EQ(bound.y(), kWant);
+  EXPECT_EQ(stream_after_held_enqueue("ws_cuda_sync", 16), cudaSuccess);
 }
 
 TEST(WeightStreamingCuda, ResidentEnqueueReturnsWithItsWorkStillQueued) {
-  std::unique_ptr<Engine> engine = streaming_engine("ws_cuda_async", kStreamable);
-  ASSERT_NE(engine, nullptr);
-  Bound bound(*engine);
-  ASSERT_TRUE(bound.ok());
-  Diagnostic why;
-  hold(bound.stream(), 300);
-  ASSERT_EQ(bound.context().enqueue(bound.stream(), why), Error::Ok) << why.c_str();
-  EXPECT_EQ(cudaStreamQuery(bound.stream()), cudaErrorNotReady);
-  ASSERT_EQ(cudaStreamSynchronize(bound.stream()), cudaSuccess);
-  EXPECT_EQ(bound.y(), kWant);
+  EXPECT_EQ(stream_after_held_enqueue("ws_cuda_async", kStreamable), cudaErrorNotReady);
 }
 
 }  // namespace
