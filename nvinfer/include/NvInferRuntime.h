@@ -71,7 +71,10 @@ class ICudaEngine {
 
   // Weight streaming: bytes of weights that may stay off the device, and the
   // budget of them kept resident. The budget can change only while the engine
-  // has no execution context.
+  // has no execution context. Below the streamable size the engine streams:
+  // each context needs getWeightStreamingScratchMemorySize() more, which
+  // getDeviceMemorySizeV2() includes, and enqueueV3 is synchronous and refuses
+  // a capturing stream.
   virtual int64_t getStreamableWeightsSize() const noexcept = 0;
   virtual bool setWeightStreamingBudgetV2(int64_t gpuMemoryBudget) noexcept = 0;
   virtual int64_t getWeightStreamingBudgetV2() const noexcept = 0;

@@ -36,12 +36,13 @@ std::string context_name(uint64_t id) { return "execution context #" + std::to_s
 class ContextImpl final : public nvinfer1::IExecutionContext {
  public:
   ContextImpl(const EngineImpl& engine, std::shared_ptr<State> state, uint64_t id, bool user_managed,
-              ScratchBuffer owned, DeviceOrder order)
+              const ContextMemory& memory, ScratchBuffer owned, DeviceOrder order)
       : engine_(engine),
         state_(std::move(state)),
         sink_(state_->sink),
         id_(id),
         user_managed_(user_managed),
+        memory_(memory),
         owned_scratch_(std::move(owned)),
         order_(order),
         input_set_(state_->model.io.size(), false),
@@ -284,14 +285,14 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
       });
       return error == nullptr;
     };
-    const uint64_t need = state_->plan.device_memory_size;
+    const uint64_t need = memory_.bytes;
     auto call = [&] { return "set_device_memory(" + std::to_string(size) + " bytes)"; };
     if (!user_managed_)
       return traced(fail(call() + ": this context owns its scratch memory; create it with user_managed_memory to "
                                   "supply memory"));
     if (size < need)
       return traced(fail(call() + ": engine '" + label() + "' needs " + std::to_string(need) +
-                         " bytes (device_memory_size()) for its largest profile"));
+                         " bytes (device_memory_size()) for its largest profile" + streaming_note()));
     if (memory == nullptr && size > 0) return traced(fail(call() + ": the memory is null"));
     if (reinterpret_cast<uintptr_t>(memory) % kScratchAlignment != 0)
       return traced(fail(call() + ": the memory is not " + std::to_string(kScratchAlignment) +
@@ -371,6 +372,13 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
   bool refuse(std::string message) {
     fail(std::move(message));
     return false;
+  }
+  // For a refused memory size: how much of it is weight streaming's scratch, if the engine streams.
+  std::string streaming_note() const {
+    if (!memory_.streams_weights) return std::string();
+    return ", of which " + std::to_string(memory_.streaming_bytes) +
+           " bytes stage streamed weights (getWeightStreamingScratchMemorySize(): the budget is " +
+           std::to_string(memory_.budget) + " of " + std::to_string(state_->streamable_bytes()) + " streamable bytes)";
   }
   const std::string* fail_engine_destroyed(const char* call) const {
     return fail(std::string(call) + ": engine '" + label() + "' was destroyed; destroy its contexts first");
@@ -482,7 +490,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
       return refuse(
           "enqueue: this context was created with user-managed memory and has none; call "
           "set_device_memory with at least " +
-          std::to_string(state_->plan.device_memory_size) + " bytes first");
+          std::to_string(memory_.bytes) + " bytes first");
     // In CUDA mode the device checks this rule itself, in device order (DeviceOrder): an enqueue on another stream
     // that was made to wait for the switch (cudaStreamWaitEvent) is right, and only the device can tell.
     if (!state_->device_mode() && switched_since_enqueue_ && stream != switch_stream_)
@@ -508,6 +516,14 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
     if (state_->device_mode()) {
       std::string why;
       if (!device::stream_capturing(stream, &capturing, &why)) return refuse("enqueue: " + why);
+      // TensorRT: "If the Engine is streaming weights, enqueueV3 will become synchronous, and the graph will not be
+      // capturable." (Host mode has no capture.)
+      if (capturing && memory_.streams_weights)
+        return refuse("enqueue: the stream is capturing a CUDA graph, but engine '" + label() +
+                      "' streams its weights (budget " + std::to_string(memory_.budget) + " of " +
+                      std::to_string(state_->streamable_bytes()) +
+                      " streamable bytes), which makes enqueueV3 synchronous and uncapturable; enqueue without "
+                      "capture, or set a budget of at least the streamable size before creating contexts");
       if (capturing && deferred_work_)
         return refuse(
             "enqueue: the stream is capturing a CUDA graph, but this is the first enqueue since the input shapes or "
@@ -515,7 +531,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
             "capture first, then capture");
     }
 
-    const uint64_t scratch_bytes = state_->plan.device_memory_size;
+    const uint64_t scratch_bytes = memory_.bytes;
     {
       std::lock_guard<std::mutex> lock(state_->mutex);
       if (!state_->alive) {
@@ -552,6 +568,8 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
       // buffer smaller than device_memory_size() or already freed fails the copy and shows under compute-sanitizer.
       ok = ok && device::touch_ends(scratch_, static_cast<size_t>(scratch_bytes), stream, &error) &&
            device::launch_status(&error) && device::record_event(order_.last_work, stream, &error);
+      // A streaming engine's enqueueV3 is synchronous (TensorRT): the host waits for the stream before returning.
+      ok = ok && (!memory_.streams_weights || device::synchronize_stream(stream, &error));
     } else {
       ok = run_ops(m, Span<void* const>(data_.data(), data_.size()), Span<const Shape>(shapes_.data(), shapes_.size()),
                    host_kernels(), &error);
@@ -586,6 +604,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
   ErrorSink sink_;
   const uint64_t id_;
   const bool user_managed_;
+  const ContextMemory memory_;  // what it runs in, under the weight-streaming budget at its creation
   ScratchBuffer owned_scratch_;
   DeviceOrder order_;  // CUDA mode only
   int32_t profile_ = 0;
@@ -632,9 +651,10 @@ void DeviceOrder::release() {
 }
 
 nvinfer1::IExecutionContext* make_context(const EngineImpl& engine, std::shared_ptr<State> state, uint64_t id,
-                                          bool user_managed, ScratchBuffer owned, DeviceOrder order) {
+                                          bool user_managed, const ContextMemory& memory, ScratchBuffer owned,
+                                          DeviceOrder order) {
   retain(state->sink.recorder);
-  return new (std::nothrow) ContextImpl(engine, std::move(state), id, user_managed, std::move(owned), order);
+  return new (std::nothrow) ContextImpl(engine, std::move(state), id, user_managed, memory, std::move(owned), order);
 }
 
 }  // namespace etrt::gpufree

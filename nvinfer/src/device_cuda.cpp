@@ -88,6 +88,11 @@ bool stream_capturing(StreamHandle stream, bool* capturing, std::string* error) 
   return true;
 }
 
+bool synchronize_stream(StreamHandle stream, std::string* error) {
+  const cudaError_t status = cudaStreamSynchronize(as_stream(stream));
+  return status == cudaSuccess || failed(status, "cudaStreamSynchronize (a streaming engine's enqueue waits)", error);
+}
+
 bool launch_status(std::string* error) {
   const cudaError_t status = cudaGetLastError();
   return status == cudaSuccess || failed(status, "a kernel launch", error);

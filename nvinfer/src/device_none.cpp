@@ -36,6 +36,7 @@ bool pointer_info(const void*, PointerInfo* info, std::string* error) {
 }
 bool touch_ends(void*, size_t, StreamHandle, std::string* error) { return no_cuda(error); }
 bool launch_status(std::string* error) { return no_cuda(error); }
+bool synchronize_stream(StreamHandle, std::string* error) { return no_cuda(error); }
 void* create_event(std::string* error) {
   no_cuda(error);
   return nullptr;

@@ -42,6 +42,10 @@ bool touch_ends(void* memory, size_t bytes, StreamHandle stream, std::string* er
 // Whether `stream` is capturing a CUDA graph.
 bool stream_capturing(StreamHandle stream, bool* capturing, std::string* error);
 
+// Blocks until everything issued to `stream` has run (a streaming engine's enqueueV3 is synchronous); false with
+// the first error the stream's work raised.
+bool synchronize_stream(StreamHandle stream, std::string* error);
+
 // After a run of kernel launches: false with the launch error, if any.
 bool launch_status(std::string* error);
 

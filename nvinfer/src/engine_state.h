@@ -40,7 +40,8 @@ struct EngineImpl::State {
   };
   std::vector<ScratchUse> scratch_in_use;  // scratch of enqueues in progress
   int64_t live_contexts = 0;
-  // Weight streaming: the budget (bytes of streamable weights kept resident); all of them until set.
+  // Weight streaming: the budget (bytes of streamable weights kept resident); all of them until set. Fixed while
+  // live_contexts > 0 (setWeightStreamingBudgetV2 refuses), so a context reads it once, at creation.
   int64_t weight_streaming_budget = 0;
   // CUDA mode: the weights in device memory (by constant index) and the device they live on (-1 until then).
   // Uploaded when the first context is created, not at deserialize, so CUDA-mode bytes load -- to be inspected or
@@ -51,6 +52,28 @@ struct EngineImpl::State {
   ~State();
 
   bool device_mode() const { return model.memory_kind == MemoryKind::kDevice; }
+
+  // Weight streaming under `budget` (../README.md, "Weight streaming"). The engine streams when the budget is below
+  // its streamable bytes; each context then needs room to stage the streamed-out weights: all of them
+  // (streamable - budget) at most, and never more than the largest weight, since one op's weights are staged at a
+  // time (TensorRT's getWeightStreamingScratchMemorySize, "typically much smaller than the total streamable weights
+  // size"). 0 when every weight is resident.
+  int64_t streamable_bytes() const {
+    return model.streamable_weights ? static_cast<int64_t>(model.constant_bytes()) : 0;
+  }
+  bool streams_weights(int64_t budget) const { return budget < streamable_bytes(); }
+  uint64_t streaming_scratch(int64_t budget) const {
+    if (!streams_weights(budget)) return 0;
+    const auto streamed_out = static_cast<uint64_t>(streamable_bytes() - budget);
+    return streamed_out < model.largest_constant_bytes() ? streamed_out : model.largest_constant_bytes();
+  }
+  // What one context needs under `budget` (getDeviceMemorySizeV2, which TensorRT documents as depending on the
+  // budget): the intermediates' plan, then the streaming scratch from the next kScratchAlignment boundary.
+  uint64_t context_memory(int64_t budget) const {
+    const uint64_t staging = streaming_scratch(budget);
+    if (staging == 0) return plan.device_memory_size;
+    return (plan.device_memory_size + kScratchAlignment - 1) / kScratchAlignment * kScratchAlignment + staging;
+  }
 
   bool should_trace() const { return tracing.load(std::memory_order_relaxed) && tracing_enabled(); }
 
@@ -95,9 +118,18 @@ struct DeviceOrder {
   void release();
 };
 
+// The memory a context runs in, fixed at its creation: the budget cannot change while it lives.
+struct ContextMemory {
+  uint64_t bytes = 0;            // State::context_memory(budget): what it owns, or what setDeviceMemoryV2 must give
+  uint64_t streaming_bytes = 0;  // of which weight streaming's scratch (State::streaming_scratch)
+  int64_t budget = 0;            // the weight-streaming budget at creation
+  bool streams_weights = false;  // budget < the streamable bytes: enqueueV3 is synchronous and uncapturable
+};
+
 // A context of the engine behind `state`; `owned` is its scratch unless `user_managed`; `order` is empty in host
 // mode.
 nvinfer1::IExecutionContext* make_context(const EngineImpl& engine, std::shared_ptr<EngineImpl::State> state,
-                                          uint64_t id, bool user_managed, ScratchBuffer owned, DeviceOrder order);
+                                          uint64_t id, bool user_managed, const ContextMemory& memory,
+                                          ScratchBuffer owned, DeviceOrder order);
 
 }  // namespace etrt::gpufree

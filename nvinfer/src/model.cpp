@@ -371,6 +371,12 @@ uint64_t Model::constant_bytes() const {
   return bytes;
 }
 
+uint64_t Model::largest_constant_bytes() const {
+  uint64_t bytes = 0;
+  for (const Constant& c : constants) bytes = std::max<uint64_t>(bytes, c.values.size() * sizeof(float));
+  return bytes;
+}
+
 int32_t Model::num_inputs() const {
   int32_t n = 0;
   for (const TensorDesc& t : io) n += t.is_input ? 1 : 0;

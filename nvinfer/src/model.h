@@ -102,6 +102,8 @@ struct ETRT_GPUFREE_API Model {
   int32_t aliased_input(int32_t io_index) const;
   // Bytes of every constant, float32: what weight streaming can stream.
   uint64_t constant_bytes() const;
+  // Bytes of the largest constant: what weight streaming stages at once (EngineImpl::State::streaming_scratch).
+  uint64_t largest_constant_bytes() const;
   DataType tensor_dtype(int32_t id) const;
 };
 

@@ -246,8 +246,11 @@ nvinfer1::Dims EngineImpl::getProfileShape(char const* tensorName, int32_t profi
   return invalid_dims();
 }
 
+// Stateful, as TensorRT documents: it "returns different values based on ... setWeightStreamingBudgetV2()", since
+// a context of a streaming engine needs the streaming scratch too (State::context_memory).
 int64_t EngineImpl::getDeviceMemorySizeV2() const noexcept {
-  return static_cast<int64_t>(state_->plan.device_memory_size);
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return static_cast<int64_t>(state_->context_memory(state_->weight_streaming_budget));
 }
 
 int64_t EngineImpl::getDeviceMemorySizeForProfileV2(int32_t profileIndex) const noexcept {
@@ -256,13 +259,11 @@ int64_t EngineImpl::getDeviceMemorySizeForProfileV2(int32_t profileIndex) const 
                         "getDeviceMemorySizeForProfileV2(" + std::to_string(profileIndex) + "): no such profile");
     return 0;
   }
-  // The memory plan is sized for the largest profile; every profile gets that much.
+  // The memory plan is sized for the largest profile; every profile gets that much (the streaming scratch included).
   return getDeviceMemorySizeV2();
 }
 
-int64_t EngineImpl::getStreamableWeightsSize() const noexcept {
-  return state_->model.streamable_weights ? static_cast<int64_t>(state_->model.constant_bytes()) : 0;
-}
+int64_t EngineImpl::getStreamableWeightsSize() const noexcept { return state_->streamable_bytes(); }
 
 bool EngineImpl::setWeightStreamingBudgetV2(int64_t gpuMemoryBudget) noexcept {
   const int64_t streamable = getStreamableWeightsSize();
@@ -303,8 +304,11 @@ int64_t EngineImpl::getWeightStreamingBudgetV2() const noexcept {
 // Half the streamable bytes: this implementation has no device to size a budget against.
 int64_t EngineImpl::getWeightStreamingAutomaticBudget() const noexcept { return getStreamableWeightsSize() / 2; }
 
-// Every weight stays resident here whatever the budget (nvinfer/README.md), so streaming needs no scratch.
-int64_t EngineImpl::getWeightStreamingScratchMemorySize() const noexcept { return 0; }
+// 0 with every weight resident; otherwise what each context needs to stage streamed weights (State::streaming_scratch).
+int64_t EngineImpl::getWeightStreamingScratchMemorySize() const noexcept {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return static_cast<int64_t>(state_->streaming_scratch(state_->weight_streaming_budget));
+}
 
 void EngineImpl::setErrorRecorder(nvinfer1::IErrorRecorder* recorder) noexcept { state_->sink.set_recorder(recorder); }
 nvinfer1::IErrorRecorder* EngineImpl::getErrorRecorder() const noexcept { return state_->sink.recorder; }
@@ -342,7 +346,12 @@ nvinfer1::IExecutionContext* EngineImpl::createExecutionContext(
     nvinfer1::ExecutionContextAllocationStrategy strategy) noexcept {
   const bool user_managed = strategy == nvinfer1::ExecutionContextAllocationStrategy::kUSER_MANAGED;
   const bool on_device = state_->device_mode();
+  bool counted = false;  // in live_contexts, which freezes the budget
   auto refuse = [&](nvinfer1::ErrorCode code, const std::string& why) -> nvinfer1::IExecutionContext* {
+    if (counted) {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      --state_->live_contexts;
+    }
     const std::string error = "createExecutionContext: " + why;
     state_->sink.report(code, error);
     state_->trace_call(TraceKind::kCreateContext, 0, &error,
@@ -355,10 +364,21 @@ nvinfer1::IExecutionContext* EngineImpl::createExecutionContext(
       strategy != nvinfer1::ExecutionContextAllocationStrategy::kON_PROFILE_CHANGE && !user_managed)
     return refuse(nvinfer1::ErrorCode::kINVALID_ARGUMENT,
                   "unknown allocation strategy " + std::to_string(static_cast<int32_t>(strategy)));
+  // Counted first, so the budget -- and with it the memory this context needs -- cannot change from here on.
+  ContextMemory needs;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    ++state_->live_contexts;
+    counted = true;
+    needs.budget = state_->weight_streaming_budget;
+    needs.bytes = state_->context_memory(needs.budget);
+    needs.streaming_bytes = state_->streaming_scratch(needs.budget);
+    needs.streams_weights = state_->streams_weights(needs.budget);
+  }
   std::string error;
   if (on_device && !prepare_device(&error)) return refuse(nvinfer1::ErrorCode::kFAILED_INITIALIZATION, error);
   ScratchBuffer owned(nullptr, ScratchFree{state_->model.memory_kind});
-  const uint64_t bytes = state_->plan.device_memory_size;
+  const uint64_t bytes = needs.bytes;
   // kON_PROFILE_CHANGE allocates like kSTATIC here: the memory plan is the same for every profile.
   if (!user_managed && bytes > 0) {
     void* memory = nullptr;
@@ -380,11 +400,10 @@ nvinfer1::IExecutionContext* EngineImpl::createExecutionContext(
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     if (state_->holders[0] == 0) state_->holders[0] = id;
-    ++state_->live_contexts;
     // At most one enqueue per context is in flight: room for all of them now keeps enqueue from allocating.
     state_->scratch_in_use.reserve(static_cast<size_t>(state_->live_contexts));
   }
-  nvinfer1::IExecutionContext* context = make_context(*this, state_, id, user_managed, std::move(owned), order);
+  nvinfer1::IExecutionContext* context = make_context(*this, state_, id, user_managed, needs, std::move(owned), order);
   state_->trace_call(TraceKind::kCreateContext, id, nullptr, [&](TraceEvent& e) {
     e.profile = 0;
     e.user_managed_memory = user_managed;
@@ -412,8 +431,7 @@ EngineImpl* EngineImpl::deserialize(const void* data, size_t size, const ErrorSi
   state->trace = detail::trace_record(state->model.label);
   state->tracing.store(state->model.tracing, std::memory_order_relaxed);
   state->holders.assign(state->model.profiles.size(), 0);
-  state->weight_streaming_budget =
-      state->model.streamable_weights ? static_cast<int64_t>(state->model.constant_bytes()) : 0;
+  state->weight_streaming_budget = state->streamable_bytes();  // every weight resident: no streaming
   state->trace_call(TraceKind::kLoadEngine, 0, nullptr,
                     [&](TraceEvent& e) { e.size = state->plan.device_memory_size; });
   return new (std::nothrow) EngineImpl(std::move(state));

@@ -464,8 +464,18 @@ void Delegate::size_execution_scratch() {
     cache.addresses.assign(inputs_.size() + outputs_.size(), nullptr);
   }
   active_profile_ = 0;
-  if (device_.device && options_.cuda_graphs)
-    prepare_graphs(&device_, contexts_.size(), inputs_.size(), inputs_.size() + outputs_.size());
+  if (!device_.device || !options_.cuda_graphs) return;
+  // TensorRT: "If the Engine is streaming weights, enqueueV3 will become synchronous, and the graph will not be
+  // capturable." So no capture is tried (one would fail and turn graphs off at the first steady call anyway).
+  if (engine_->weight_streaming_budget() < engine_->streamable_weights_size()) {
+    ET_LOG(Info,
+           "TensorRT delegate %s: CUDA graphs off: the engine streams its weights (budget %lld of %lld streamable "
+           "bytes), which makes each enqueue synchronous and uncapturable",
+           name_, static_cast<long long>(engine_->weight_streaming_budget()),
+           static_cast<long long>(engine_->streamable_weights_size()));
+    return;
+  }
+  prepare_graphs(&device_, contexts_.size(), inputs_.size(), inputs_.size() + outputs_.size());
 }
 
 }  // namespace etrt::backend

@@ -22,4 +22,4 @@ set(ETRT_FIXTURE_NAMES ${_etrt_shared_fixture_names}
 
 set(ETRT_GPU_FIXTURE_NAMES ${_etrt_shared_fixture_names}
     # cuda_fixtures()
-    llm_unplanned llm_device1 llm_device9 bench_cuda bench_cuda_unplanned bench_host bench_noop bench_graph)
+    llm_unplanned llm_device1 llm_device9 ws_cuda bench_cuda bench_cuda_unplanned bench_host bench_noop bench_graph)

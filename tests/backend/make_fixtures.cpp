@@ -354,7 +354,8 @@ std::vector<uint8_t> weights_engine(const std::string& label, bool streaming) {
       .add_output("y", DataType::kFloat32, make_shape({1, 4}))
       .add_constant("w", make_shape({4, 4}), w)
       .matmul("x", "w", "y")
-      .enable_weight_streaming(streaming);
+      .enable_weight_streaming(streaming)
+      .set_memory_kind(g_kind);
   return built(b, label);
 }
 
@@ -533,6 +534,9 @@ bool cuda_fixtures() {
   ok &= write_blob("llm_device9", llm_engine("llm_device9", kLlmProfiles), true,
                    [](etrt::blob::Metadata& m) { m.device_id = 9; }) &&
         llm_spec("llm_device9", "llm_device9", 2048, 2048);
+
+  // A streaming engine (no budget: the automatic one, half its weights) for the CUDA-graph rule: no capture is tried.
+  ok &= write_blob("ws_cuda", weights_engine("ws_cuda", true)) && weights_spec("ws_cuda", "ws_cuda", nullptr);
 
   // The benchmark's programs (bench/gpu): tiny compute, tracing off; decode [1,1] and prefill [1,2..64]; CUDA
   // mode with planned (host) and unplanned (device-capable) IO, the same engine in host mode for comparison, and a

@@ -1,6 +1,7 @@
 // CUDA graphs (load option cuda_graphs) on a GPU: a 64-kernel decoder's steps replayed from graphs produce exactly
 // what plain enqueues produce, KV caches included, under both strategies and across profile changes; and a
-// capture the engine refuses turns graphs off while the delegate keeps working.
+// capture the engine refuses turns graphs off while the delegate keeps working; and none is tried for an engine
+// that streams its weights.
 
 #include <cuda_runtime_api.h>
 
@@ -20,6 +21,7 @@
 #include "etrt/report.h"
 #include "etrt/stream_guard.h"
 #include "etrt_gpufree/faults.h"
+#include "etrt_gpufree/trace.h"
 
 namespace {
 
@@ -179,6 +181,37 @@ TEST_P(GraphCuda, RefusedCaptureTurnsGraphsOffAndTheDelegateKeepsWorking) {
   EXPECT_EQ(etrt::gpufree::faults_fired() - fired_before, 1);
   etrt::gpufree::clear_faults();
   EXPECT_EQ(plain.caches(), graphs.caches());
+}
+
+// TensorRT: "If the Engine is streaming weights, enqueueV3 will become synchronous, and the graph will not be
+// capturable." ws_cuda streams (no budget: the automatic one, half its weights), so the delegate never tries a
+// capture: every enqueue is a plain one and none is refused. Trying would cost a refused enqueue at the first
+// steady call.
+TEST(GraphCudaWeightStreaming, NoCaptureIsTriedForAStreamingEngine) {
+  etrt::gpufree::clear_trace("ws_cuda");
+  et::BackendOptions<1> options;
+  (void)options.set_option(etrt::kOptionCudaGraphs, true);
+  et::LoadBackendOptionsMap map;
+  (void)map.set_options(etrt::kBackendId, options.view());
+  Module module(fixture("ws_cuda"));
+  ASSERT_EQ(module.load(map), et::Error::Ok) << etrt::last_error_message();
+  ASSERT_EQ(module.load_forward(), et::Error::Ok) << etrt::last_error_message();
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  std::vector<float> x = {1, 2, 3, 4};
+  for (int step = 0; step < 3; ++step) {
+    etrt::CudaStreamGuard on(stream);
+    auto input = from_blob(x.data(), {1, 4}, ScalarType::Float);
+    auto result = module.forward(input);
+    ASSERT_TRUE(result.ok()) << etrt::last_error_message();
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const float* y = result.get()[0].toTensor().const_data_ptr<float>();
+    EXPECT_EQ(std::vector<float>(y, y + 4), (std::vector<float>{3, 6, 9, 12})) << "step " << step;
+  }
+  const etrt::gpufree::TraceCounters counters = etrt::gpufree::trace_counters("ws_cuda");
+  EXPECT_EQ(counters.enqueues, 3);
+  EXPECT_EQ(counters.failed_enqueues, 0) << "a capture was tried";
+  cudaStreamDestroy(stream);
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, GraphCuda,

@@ -10,7 +10,7 @@
 //   context without scratch      createExecutionContextWithoutDeviceMemory()      createExecutionContext(kUSER_MANAGED)
 //   supplying scratch            setDeviceMemory(ptr)                             setDeviceMemoryV2(ptr, size)
 //   IO format                    getTensorFormat(name): one for every profile     getTensorFormat(name, profile)
-//   weight streaming             absent: no engine has streamable weights         the V2 budget calls
+//   weight streaming             absent: no engine has streamable weights         the V2 budget calls, the scratch
 //   aliased outputs              absent (getAliasedInputTensor is 10.15+)         10.15+
 //   BF16, INT64, INT4 types      absent                                           present
 //
@@ -145,6 +145,17 @@ inline int64_t weight_streaming_budget(const nvinfer1::ICudaEngine& engine) {
   return 0;  // what 10.x reports for an engine without streamable weights: getStreamableWeightsSize(), 0
 #else
   return engine.getWeightStreamingBudgetV2();
+#endif
+}
+// The scratch each context needs to stage streamed weights under the current budget; getDeviceMemorySizeV2()
+// includes it ("the user can provide the additional memory through getDeviceMemorySizeV2() and
+// IExecutionContext::setDeviceMemoryV2()"). 0 when the engine does not stream, and always under 8.6.
+inline int64_t weight_streaming_scratch_memory_size(const nvinfer1::ICudaEngine& engine) {
+#if ETRT_TENSORRT_8
+  (void)engine;
+  return 0;
+#else
+  return engine.getWeightStreamingScratchMemorySize();
 #endif
 }
 #if !ETRT_TENSORRT_8

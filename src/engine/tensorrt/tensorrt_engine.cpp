@@ -133,10 +133,19 @@ class TensorRTContext final : public ExecutionContext {
                               ? std::numeric_limits<int64_t>::max()
                               : static_cast<int64_t>(size);
     if (given < needed || (memory == nullptr && needed > 0)) {
-      return fail(
-          why, Error::InvalidArgument,
-          "scratch memory of %zu bytes at %s is not enough: the engine needs %lld bytes (%s)", size,
-          memory != nullptr ? "a device address" : "nullptr", static_cast<long long>(needed), nv::kDeviceMemorySizeCall);
+      const char* where = memory != nullptr ? "a device address" : "nullptr";
+      // A streaming engine's figure includes the scratch its streamed weights are staged in; say how much.
+      const int64_t streaming = nv::weight_streaming_scratch_memory_size(*loaded_->engine);
+      if (streaming > 0) {
+        return fail(why, Error::InvalidArgument,
+                    "scratch memory of %zu bytes at %s is not enough: the engine needs %lld bytes (%s), of which "
+                    "%lld stage its streamed weights (getWeightStreamingScratchMemorySize)",
+                    size, where, static_cast<long long>(needed), nv::kDeviceMemorySizeCall,
+                    static_cast<long long>(streaming));
+      }
+      return fail(why, Error::InvalidArgument,
+                  "scratch memory of %zu bytes at %s is not enough: the engine needs %lld bytes (%s)", size, where,
+                  static_cast<long long>(needed), nv::kDeviceMemorySizeCall);
     }
     const uint64_t mark = recorder_.errors().mark();
     nv::set_device_memory(*context_, memory, given);  // returns nothing; a problem reaches the recorder
