@@ -33,10 +33,15 @@ void busy_wait(int64_t ns) {
 
 std::string context_name(uint64_t id) { return "execution context #" + std::to_string(id); }
 
+// A context created while another live context held profile 0 starts with no profile, as in TensorRT 8.6.
+constexpr char kNoProfile[] =
+    "the context has no optimization profile: profile 0 was held by another live context when it was created "
+    "(TensorRT: 'Could not set default profile 0 for execution context'); call setOptimizationProfileAsync first";
+
 class ContextImpl final : public nvinfer1::IExecutionContext {
  public:
   ContextImpl(const EngineImpl& engine, std::shared_ptr<State> state, uint64_t id, bool user_managed,
-              const ContextMemory& memory, ScratchBuffer owned, DeviceOrder order)
+              const ContextMemory& memory, ScratchBuffer owned, DeviceOrder order, int32_t profile)
       : engine_(engine),
         state_(std::move(state)),
         sink_(state_->sink),
@@ -45,6 +50,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
         memory_(memory),
         owned_scratch_(std::move(owned)),
         order_(order),
+        profile_(profile),
         input_set_(state_->model.io.size(), false),
         address_set_(state_->model.io.size(), false),
         shapes_(static_cast<size_t>(state_->model.num_tensors())),
@@ -217,6 +223,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
     if (shape.rank != t.shape.rank)
       return traced(fail(call() + ": rank " + std::to_string(shape.rank) + ", the input has rank " +
                          std::to_string(t.shape.rank) + " " + shape_to_string(t.shape)));
+    if (profile_ < 0) return traced(fail(call() + ": " + kNoProfile));
     const InputRange& r = m.profiles[static_cast<size_t>(profile_)][static_cast<size_t>(ordinal(io_index))];
     for (int32_t d = 0; d < shape.rank; ++d)
       if (shape.d[d] < r.min.d[d] || shape.d[d] > r.max.d[d])
@@ -474,6 +481,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
   // The enqueue proper, with this context already claimed against concurrent enqueues.
   bool enqueue_claimed(StreamHandle stream) {
     const Model& m = state_->model;
+    if (profile_ < 0) return refuse(std::string("enqueue: ") + kNoProfile);
     for (size_t i = 0; i < m.io.size(); ++i) {
       const TensorDesc& t = m.io[i];
       if (t.is_input && !input_set_[i])
@@ -607,7 +615,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
   const ContextMemory memory_;  // what it runs in, under the weight-streaming budget at its creation
   ScratchBuffer owned_scratch_;
   DeviceOrder order_;  // CUDA mode only
-  int32_t profile_ = 0;
+  int32_t profile_;  // -1: none (kNoProfile)
   StreamHandle switch_stream_ = nullptr;
   bool switched_since_enqueue_ = false;
   nvinfer1::ErrorCode failure_code_ = nvinfer1::ErrorCode::kFAILED_EXECUTION;  // what a failing enqueue reports
@@ -652,9 +660,10 @@ void DeviceOrder::release() {
 
 nvinfer1::IExecutionContext* make_context(const EngineImpl& engine, std::shared_ptr<State> state, uint64_t id,
                                           bool user_managed, const ContextMemory& memory, ScratchBuffer owned,
-                                          DeviceOrder order) {
+                                          DeviceOrder order, int32_t profile) {
   retain(state->sink.recorder);
-  return new (std::nothrow) ContextImpl(engine, std::move(state), id, user_managed, memory, std::move(owned), order);
+  return new (std::nothrow)
+      ContextImpl(engine, std::move(state), id, user_managed, memory, std::move(owned), order, profile);
 }
 
 }  // namespace etrt::gpufree

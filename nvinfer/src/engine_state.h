@@ -128,8 +128,10 @@ struct ContextMemory {
 
 // A context of the engine behind `state`; `owned` is its scratch unless `user_managed`; `order` is empty in host
 // mode.
+// `profile`: 0, or -1 when another live context held profile 0 as this one was created (TensorRT 8.6: "Could not
+// set default profile 0 for execution context. Profile index must be set explicitly.").
 nvinfer1::IExecutionContext* make_context(const EngineImpl& engine, std::shared_ptr<EngineImpl::State> state,
                                           uint64_t id, bool user_managed, const ContextMemory& memory,
-                                          ScratchBuffer owned, DeviceOrder order);
+                                          ScratchBuffer owned, DeviceOrder order, int32_t profile);
 
 }  // namespace etrt::gpufree

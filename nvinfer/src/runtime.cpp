@@ -397,15 +397,19 @@ nvinfer1::IExecutionContext* EngineImpl::createExecutionContext(
   DeviceOrder order;
   if (on_device && !order.make(&error)) return refuse(nvinfer1::ErrorCode::kFAILED_INITIALIZATION, error);
   const uint64_t id = g_next_context_id.fetch_add(1, std::memory_order_relaxed);
+  int32_t profile = 0;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
+    // Profile 0 if no live context holds it; else none, until the caller chooses one (as TensorRT 8.6 does).
     if (state_->holders[0] == 0) state_->holders[0] = id;
+    profile = state_->holders[0] == id ? 0 : -1;
     // At most one enqueue per context is in flight: room for all of them now keeps enqueue from allocating.
     state_->scratch_in_use.reserve(static_cast<size_t>(state_->live_contexts));
   }
-  nvinfer1::IExecutionContext* context = make_context(*this, state_, id, user_managed, needs, std::move(owned), order);
+  nvinfer1::IExecutionContext* context =
+      make_context(*this, state_, id, user_managed, needs, std::move(owned), order, profile);
   state_->trace_call(TraceKind::kCreateContext, id, nullptr, [&](TraceEvent& e) {
-    e.profile = 0;
+    e.profile = profile;
     e.user_managed_memory = user_managed;
   });
   return context;

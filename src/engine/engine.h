@@ -5,7 +5,8 @@
 // the project's GPU-free NvInfer implementation (nvinfer/), which holds the
 // backend to TensorRT's contract:
 //
-//  * an engine has >= 1 profile; a new context starts on profile 0;
+//  * an engine has >= 1 profile; a new context starts on profile 0, or on none (-1) while another live context
+//    holds profile 0 (TensorRT 8.6), and then runs nothing until it is switched to a free profile;
 //  * set_optimization_profile(p, stream) must precede set_input_shape for
 //    dynamic inputs, and after a switch every input shape must be set again;
 //    the switch may enqueue work on `stream`, so switch and enqueue share it;
@@ -80,7 +81,7 @@ class ExecutionContext {
  public:
   virtual ~ExecutionContext() = default;
 
-  // The active optimization profile (0 for a new context).
+  // The active optimization profile: 0 for a new context, -1 for one created while another held profile 0.
   virtual int32_t optimization_profile() const = 0;
   // Switch to `profile`, possibly enqueueing work on `stream`. After a
   // successful switch every input shape must be set again.

@@ -273,16 +273,22 @@ TEST_F(ReferenceContract, SwitchToAProfileAnotherLiveContextHoldsFailsAndChanges
   EXPECT_EQ(ids, make_shape({1, 1}));
 }
 
-TEST_F(ReferenceContract, EnqueueOnAProfileAnotherLiveContextHoldsFails) {
-  // context_ took profile 0 at creation; `other` starts on profile 0 too, but cannot run it.
+TEST_F(ReferenceContract, AContextCreatedWhileAnotherHoldsProfileZeroStartsWithoutAProfile) {
+  // context_ took profile 0 at creation; `other` gets none (TensorRT 8.6: -1, "Profile index must be set
+  // explicitly"), cannot take profile 0, and runs nothing until it chooses a free profile.
   std::unique_ptr<ExecutionContext> other = new_context(*engine_);
   ASSERT_NE(other, nullptr);
-  EXPECT_EQ(other->optimization_profile(), 0);
+  EXPECT_EQ(other->optimization_profile(), -1);
   AlignedVector<int64_t> one = {4};
   AlignedVector<float> logits;
-  EXPECT_EQ(run_llm(*other, one, &logits, why_), Error::Internal) << "TensorRT reports kFAILED_EXECUTION";
+  EXPECT_EQ(run_llm(*other, one, &logits, why_), Error::InvalidArgument);
+  EXPECT_TRUE(has(why_.c_str(), "the context has no optimization profile")) << why_.c_str();
+  expect_refusal_traced(label_, TraceKind::kSetInputShape, why_.c_str());
+  EXPECT_EQ(other->set_optimization_profile(kDecode, nullptr, why_), Error::Internal);
   EXPECT_TRUE(has(why_.c_str(), "profile 0 is held by execution context #")) << why_.c_str();
-  expect_refusal_traced(label_, TraceKind::kEnqueue, why_.c_str());
+  ASSERT_EQ(other->set_optimization_profile(kPrefill, nullptr, why_), Error::Ok) << why_.c_str();
+  AlignedVector<int64_t> prompt = {1, 2, 3};
+  EXPECT_EQ(run_llm(*other, prompt, &logits, why_), Error::Ok) << why_.c_str();
   EXPECT_EQ(run_llm(*context_, one, &logits, why_), Error::Ok) << why_.c_str();
 }
 
@@ -290,6 +296,8 @@ TEST_F(ReferenceContract, DestroyingAContextFreesItsProfile) {
   std::unique_ptr<ExecutionContext> other = new_context(*engine_);
   ASSERT_NE(other, nullptr);
   context_.reset();
+  // Created while context_ held profile 0, `other` has none: it must choose one, and profile 0 is free now.
+  ASSERT_EQ(other->set_optimization_profile(kDecode, nullptr, why_), Error::Ok) << why_.c_str();
   AlignedVector<int64_t> one = {4};
   AlignedVector<float> logits;
   EXPECT_EQ(run_llm(*other, one, &logits, why_), Error::Ok) << why_.c_str();
