@@ -54,9 +54,10 @@ inline constexpr char kOptionWeightStreamingBudget[] = "weight_streaming_budget"
 /// bool, default false. Device engines only: replay steady-state executions
 /// as CUDA graphs. Once an execution has run with some input shapes, profile
 /// and tensor addresses, the next one with exactly the same is captured into a
-/// graph (kept, a few per context) and every later one replays it, one launch
-/// instead of the engine's many. Any change runs a plain enqueue first. Costs
-/// a graph's memory per shape set kept; if the engine cannot be captured the
+/// graph (one per execution context) and every later one replays it, one
+/// launch instead of the engine's many, while nothing changes: any switch,
+/// shape or address change drops the graph and runs a plain enqueue first.
+/// Costs a graph's memory per context; if the engine cannot be captured the
 /// delegate falls back to plain enqueues for good (one log line).
 /// docs/cuda-graphs.md.
 inline constexpr char kOptionCudaGraphs[] = "cuda_graphs";
