@@ -7,10 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,29 +26,14 @@ void observe(const char* rule, const std::string& what) {
   std::printf("[observed] %s | %s | %s\n", implementation().c_str(), rule, what.c_str());
 }
 
-// Plans are built once per process: NVIDIA's builder takes seconds per model. With ETRT_CONTRACT_PLAN_DIR set, a
-// plan is read from <dir>/<label>.plan when there and written there when built, so a run under compute-sanitizer
-// need not run the builder under it.
+// Plans are built once per process (NVIDIA's builder takes seconds per model), through the plan cache (plans.h).
 const std::vector<uint8_t>& plan_of(const ModelSpec& model) {
   static std::map<std::string, std::vector<uint8_t>> plans;
   auto found = plans.find(model.label);
   if (found != plans.end()) return found->second;
-  const char* dir = std::getenv("ETRT_CONTRACT_PLAN_DIR");
-  const std::string path = dir != nullptr ? std::string(dir) + "/" + model.label + ".plan" : std::string();
-  std::vector<uint8_t> plan;
-  if (!path.empty()) {
-    std::ifstream in(path, std::ios::binary);
-    plan.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
-  if (plan.empty()) {
-    std::string error;
-    plan = build_plan(model, &error);
-    if (plan.empty()) std::fprintf(stderr, "contract suite: %s\n", error.c_str());
-    if (!plan.empty() && !path.empty()) {
-      std::ofstream out(path, std::ios::binary);
-      out.write(reinterpret_cast<const char*>(plan.data()), static_cast<std::streamsize>(plan.size()));
-    }
-  }
+  std::string error;
+  std::vector<uint8_t> plan = cached_plan(model, &error);
+  if (!error.empty()) std::fprintf(stderr, "contract suite: %s\n", error.c_str());
   return plans.emplace(model.label, std::move(plan)).first->second;
 }
 

@@ -8,8 +8,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -30,20 +28,9 @@ std::string g_dir;
 constexpr int kDeepLayers = 48;
 
 std::vector<uint8_t> plan_for(const ModelSpec& model) {
-  const char* dir = std::getenv("ETRT_CONTRACT_PLAN_DIR");
-  const std::string path = dir != nullptr ? std::string(dir) + "/" + model.label + ".plan" : std::string();
-  std::vector<uint8_t> plan;
-  if (!path.empty()) {
-    std::ifstream in(path, std::ios::binary);
-    plan.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
-  if (plan.empty()) {
-    std::string error;
-    plan = etrt::contract::build_plan(model, &error);
-    if (plan.empty()) std::fprintf(stderr, "make_nvidia_programs: %s\n", error.c_str());
-    if (!plan.empty() && !path.empty() && !etrt::refkit::write_file(path, plan, &error))
-      std::fprintf(stderr, "make_nvidia_programs: %s\n", error.c_str());
-  }
+  std::string error;
+  std::vector<uint8_t> plan = etrt::contract::cached_plan(model, &error);
+  if (!error.empty()) std::fprintf(stderr, "make_nvidia_programs: %s\n", error.c_str());
   return plan;
 }
 

@@ -23,6 +23,11 @@ bool is_nvidia();
 // seconds: callers keep plans for the whole suite.
 std::vector<uint8_t> build_plan(const ModelSpec& model, std::string* error);
 
+// build_plan, through a cache: with ETRT_CONTRACT_PLAN_DIR set, the plan is read from <dir>/<label>.plan when there
+// and kept there when built (plan_cache.cpp), so a run under compute-sanitizer, the program generator and the
+// benchmark need not run the builder again. `*error` says why a plan is empty, or that it could not be kept.
+std::vector<uint8_t> cached_plan(const ModelSpec& model, std::string* error);
+
 // Memory an engine of this implementation binds: device memory for NVIDIA's TensorRT, host memory for GPU-free
 // host engines. 256-byte aligned; freed on destruction.
 class Memory {
