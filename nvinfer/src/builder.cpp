@@ -9,12 +9,6 @@ namespace etrt::gpufree {
 
 namespace {
 
-bool is_static(const Shape& s) {
-  for (int32_t i = 0; i < s.rank; ++i)
-    if (s.d[i] < 0) return false;
-  return true;
-}
-
 std::vector<uint8_t> failed(std::string* error, std::string message) {
   if (error != nullptr) *error = "reference engine builder: " + std::move(message);
   return {};

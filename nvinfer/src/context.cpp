@@ -399,10 +399,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
     const Model& m = state_->model;
     for (size_t i = 0; i < m.io.size(); ++i) {
       const TensorDesc& t = m.io[i];
-      if (!t.is_input || input_set_[i]) continue;
-      bool is_static = true;
-      for (int32_t d = 0; d < t.shape.rank; ++d) is_static = is_static && t.shape.d[d] >= 0;
-      if (!is_static) continue;
+      if (!t.is_input || input_set_[i] || !is_static(t.shape)) continue;
       shapes_[i] = t.shape;
       input_set_[i] = true;
       ++inputs_set_;

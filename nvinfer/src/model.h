@@ -107,6 +107,13 @@ struct ETRT_GPUFREE_API Model {
   DataType tensor_dtype(int32_t id) const;
 };
 
+// Whether `s` has no dynamic (-1) dim: an input of that shape needs no setInputShape, and needs no profile bounds.
+inline bool is_static(const Shape& s) {
+  for (int32_t i = 0; i < s.rank; ++i)
+    if (s.d[i] < 0) return false;
+  return true;
+}
+
 // Bounds that keep a crafted blob from asking for absurd work or memory (docs/limits.md says why each is far above
 // any real engine). The decoder checks every count against them before allocating anything sized by it, and
 // validate() holds built engines to the same numbers. python/etrt/reference_engine.py mirrors them.
