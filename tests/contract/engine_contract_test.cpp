@@ -88,12 +88,6 @@ struct LlmBuffers {
   }
 };
 
-std::vector<int32_t> tokens(size_t n) {
-  std::vector<int32_t> t(n);
-  for (size_t i = 0; i < n; ++i) t[i] = static_cast<int32_t>((i * 7 + 3) % kVocab);
-  return t;
-}
-
 void expect_near_reference(const std::vector<int32_t>& ids, const std::vector<float>& got) {
   const std::vector<float> want = llm_reference(ids);
   ASSERT_EQ(got.size(), want.size());

@@ -4,6 +4,7 @@
 // definition yields both engines and both must give the same numbers (reference() below). Only what TensorRT 8.6
 // can build: INT32 token ids (8.6 has no INT64 tensors), FLOAT everything else.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -122,6 +123,13 @@ inline ModelSpec deep_decoder(int layers) {
     previous = next;
   }
   return m;
+}
+
+// `n` token ids for the llm models, all in the vocabulary; `seed` varies them.
+inline std::vector<int32_t> tokens(size_t n, int32_t seed = 3) {
+  std::vector<int32_t> t(n);
+  for (size_t i = 0; i < n; ++i) t[i] = static_cast<int32_t>((i * 7 + static_cast<size_t>(seed)) % kVocab);
+  return t;
 }
 
 // What the llm models compute for `ids`: [S] -> [S * kHidden].

@@ -80,12 +80,6 @@ class NvidiaModule : public ::testing::TestWithParam<const char*> {
     ASSERT_EQ(out.values.size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(out.values[i], want[i], 1e-5f) << "element " << i;
   }
-
-  static std::vector<int32_t> tokens(size_t n, int32_t seed = 3) {
-    std::vector<int32_t> t(n);
-    for (size_t i = 0; i < n; ++i) t[i] = static_cast<int32_t>((i * 7 + static_cast<size_t>(seed)) % kVocab);
-    return t;
-  }
 };
 
 TEST_P(NvidiaModule, PinnedDecodeAndPrefillMatchTheReferenceAndSwitchOnlyWhenTheProfileChanges) {
