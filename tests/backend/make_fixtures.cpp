@@ -22,6 +22,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -29,6 +30,7 @@
 #include "blob/blob.h"
 #include "etrt_gpufree/builder.h"
 #include "fixtures.h"
+#include "pte_spec.h"
 #include "refkit/refkit.h"
 
 namespace {
@@ -116,27 +118,13 @@ bool write_blob_described_by(const std::string& name, const std::vector<uint8_t>
   return true;
 }
 
-// `planned` false leaves the tensor without a memory-planned slot, so the runner passes its own memory.
-json tensor(const std::string& name, const char* dtype, std::vector<int64_t> sizes, bool dynamic, bool planned = true) {
-  json t = {{"name", name}, {"dtype", dtype}, {"sizes", sizes}, {"dynamic", dynamic}};
-  if (!planned) t["planned"] = false;
-  return t;
-}
+using etrt::pte_spec::call;
+using etrt::pte_spec::tensor;
+using etrt::pte_spec::trt_call;
 
-json call(const std::string& backend, const std::string& blob, std::vector<std::string> args) {
-  return {{"backend_id", backend}, {"blob_file", blob + ".blob"}, {"args", args}};
-}
-json trt_call(const std::string& blob, std::vector<std::string> args) { return call("TensorRTBackend", blob, args); }
-
-// `values` and `calls` are vectors, not json: a one-element braced list given as json is the element itself under
-// some compilers (clang) and a one-element array under others (gcc).
 bool write_spec(const std::string& name, const std::vector<json>& values, std::vector<std::string> inputs,
                 std::vector<std::string> outputs, const std::vector<json>& calls) {
-  json spec = {{"name", "forward"},
-               {"values", json(values)},
-               {"inputs", inputs},
-               {"outputs", outputs},
-               {"delegate_calls", json(calls)}};
+  const json spec = etrt::pte_spec::program(values, std::move(inputs), std::move(outputs), calls);
   g_written.push_back(name);
   std::string error;
   if (!etrt::refkit::write_text(g_dir + "/" + name + ".json", spec.dump(2), &error)) {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,7 @@
 #include "blob/blob.h"
 #include "models.h"
 #include "plans.h"
+#include "pte_spec.h"
 #include "refkit/refkit.h"
 
 namespace {
@@ -56,23 +58,12 @@ bool write_blob(const std::string& name, const ModelSpec& model) {
   return true;
 }
 
-// `planned` false leaves the tensor without a memory-planned slot: the runner passes its own (device) memory.
-json tensor(const std::string& name, const char* dtype, std::vector<int64_t> sizes, bool dynamic, bool planned = true) {
-  json t = {{"name", name}, {"dtype", dtype}, {"sizes", sizes}, {"dynamic", dynamic}};
-  if (!planned) t["planned"] = false;
-  return t;
-}
-json trt_call(const std::string& blob, std::vector<std::string> args) {
-  return {{"backend_id", "TensorRTBackend"}, {"blob_file", blob + ".blob"}, {"args", args}};
-}
+using etrt::pte_spec::tensor;
+using etrt::pte_spec::trt_call;
 
 bool write_spec(const std::string& name, const std::vector<json>& values, std::vector<std::string> inputs,
                 std::vector<std::string> outputs, const std::vector<json>& calls) {
-  json spec = {{"name", "forward"},
-               {"values", json(values)},
-               {"inputs", inputs},
-               {"outputs", outputs},
-               {"delegate_calls", json(calls)}};
+  const json spec = etrt::pte_spec::program(values, std::move(inputs), std::move(outputs), calls);
   std::string error;
   if (etrt::refkit::write_text(g_dir + "/" + name + ".json", spec.dump(2), &error)) return true;
   std::fprintf(stderr, "make_nvidia_programs: %s\n", error.c_str());
