@@ -23,14 +23,17 @@ __all__ = ["COPY_OPS", "Buffer", "Copy", "MethodPlacement", "device_of", "progra
 COPY_OPS = {"et_copy::_h2d_copy": "host-to-device", "et_copy::_d2h_copy": "device-to-host"}
 
 
+def _device_name(entry: Mapping[str, Any]) -> str:
+    """``"cpu"`` or ``"<type>:<index>"`` for a table with ``device_type`` and
+    ``device_index`` (absent: CPU, index 0)."""
+    kind = str(entry.get("device_type", "CPU")).lower()
+    return "cpu" if kind == "cpu" else f"{kind}:{int(entry.get('device_index', 0))}"
+
+
 def device_of(tensor: Mapping[str, Any]) -> str:
     """``"cpu"`` or ``"cuda:<index>"`` for a decoded ``Tensor`` table (its
     ``extra_tensor_info``; absent means CPU)."""
-    extra = tensor.get("extra_tensor_info") or {}
-    kind = str(extra.get("device_type", "CPU")).lower()
-    if kind == "cpu":
-        return "cpu"
-    return f"{kind}:{int(extra.get('device_index', 0))}"
+    return _device_name(tensor.get("extra_tensor_info") or {})
 
 
 @dataclass
@@ -74,8 +77,7 @@ class MethodPlacement:
 def _buffer_devices(plan: Mapping[str, Any]) -> Dict[int, str]:
     out = {}
     for entry in plan.get("non_const_buffer_device") or []:
-        kind = str(entry.get("device_type", "CPU")).lower()
-        out[int(entry.get("buffer_idx", 0))] = "cpu" if kind == "cpu" else f"{kind}:{int(entry.get('device_index', 0))}"
+        out[int(entry.get("buffer_idx", 0))] = _device_name(entry)
     return out
 
 
