@@ -5,7 +5,8 @@
 //   graphs  the same with cuda_graphs on: steady steps replay a graph
 // Host time is the time the calls take to return (the work queued), device time the time between events around the
 // steps. Then what a profile change costs: prefill (64 tokens) and decode (1 token) alternating, each waited for,
-// under the switch strategy and under context_per_profile. Medians over rounds, and the median of per-round ratios.
+// under the switch strategy and under context_per_profile; and what the CUDA graph capture rule costs across prefills.
+// Medians over rounds, and the median of per-round ratios.
 //
 //   etrt_bench_nvidia_decode <programs dir (nv_deep.pte)> <plan file (the same engine)> [rounds=15] [steps=200]
 
@@ -191,5 +192,43 @@ int main(int argc, char** argv) {
               report.switches());
   std::printf("  context_per_profile: %.1f us per pair; switch / context_per_profile %.3fx, difference %.1f us\n",
               median(pp), median(ratio), median(sw) - median(pp));
+
+  // What the capture rule costs: a prefill then kDecodeRun decode steps, with CUDA graphs on. A graph is replayed
+  // only while its context is unchanged since the capture, so under switch each prefill drops the decode graph and
+  // the steps after it run plainly again until a new one is captured; context_per_profile keeps the decode context's
+  // graph across prefills. The same sequence with graphs off under switch is the baseline.
+  by_switch.reset();
+  per_profile.reset();
+  constexpr int kDecodeRun = 16;
+  auto switch_off = load(pte, etrt::kStrategySwitch, false);
+  auto switch_on = load(pte, etrt::kStrategySwitch, true);
+  auto per_profile_on = load(pte, etrt::kStrategyContextPerProfile, true);
+  Module* const sequence_modules[] = {switch_off.get(), switch_on.get(), per_profile_on.get()};
+  for (Module* m : sequence_modules)
+    check(m->set_output(from_blob(logits_etrt, {1, kMaxTokens, kWidth}, ScalarType::Float)) == et::Error::Ok,
+          "set_output");
+  const auto sequence_us = [&](Module& m) {
+    const auto t0 = Clock::now();
+    check(m.forward(prefill_input).ok(), "prefill");
+    for (int i = 0; i < kDecodeRun; ++i) check(m.forward(decode_input).ok(), "decode");
+    check(cudaStreamSynchronize(stream), "sync");
+    return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+  };
+  for (int i = 0; i < 5; ++i)
+    for (Module* m : sequence_modules) sequence_us(*m);
+  std::vector<double> seq[3], seq_ratio[2];
+  for (int r = 0; r < rounds * 2; ++r) {
+    double t[3];
+    for (int k = 0; k < 3; ++k) t[k] = sequence_us(*sequence_modules[k]);
+    for (int k = 0; k < 3; ++k) seq[k].push_back(t[k]);
+    seq_ratio[0].push_back(t[1] / t[0]), seq_ratio[1].push_back(t[2] / t[0]);
+  }
+  std::printf("prefill (64 tokens) + %d decode steps, waited for at the end, %d rounds, medians:\n", kDecodeRun,
+              rounds * 2);
+  std::printf("  switch, graphs off:              %.1f us per sequence\n", median(seq[0]));
+  std::printf("  switch, graphs on:               %.1f us per sequence, ratio to off %.3fx\n", median(seq[1]),
+              median(seq_ratio[0]));
+  std::printf("  context_per_profile, graphs on:  %.1f us per sequence, ratio to off %.3fx\n", median(seq[2]),
+              median(seq_ratio[1]));
   return 0;
 }
