@@ -154,8 +154,11 @@ int main(int argc, char** argv) {
     for (int k = 0; k < 3; ++k) host[k].push_back(h[k]), device[k].push_back(d[k]);
     for (int k = 0; k < 2; ++k) ratio_host[k].push_back(h[k + 1] / h[0]), ratio_device[k].push_back(d[k + 1] / d[0]);
   }
-  std::printf("decode step, %d layers of [1,1,%d] x [%d,%d], %d rounds x %d steps, medians\n",
-              static_cast<int>(engine->getNbLayers()), kWidth, kWidth, kWidth, rounds, steps);
+  // getNbLayers() counts the engine's layers after TensorRT's fusions (2 on 8.6 for the 48 products), not the model's.
+  std::printf(
+      "decode step of nv_deep (products of [1,1,%d] by [%d,%d] weights; %d engine layers as TensorRT reports "
+      "them), %d rounds x %d steps, medians\n",
+      kWidth, kWidth, kWidth, static_cast<int>(engine->getNbLayers()), rounds, steps);
   std::printf("  raw enqueueV3 loop: host %.1f us, device %.1f us\n", median(host[0]), median(device[0]));
   std::printf("  Module + etrt:      host %.1f us, device %.1f us; ratio to raw: host %.3fx, device %.3fx\n",
               median(host[1]), median(device[1]), median(ratio_host[0]), median(ratio_device[0]));

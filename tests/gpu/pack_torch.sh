@@ -8,26 +8,34 @@
 #
 # Leaves <out>/parts/tNN + SHA256SUMS and <out>/tools/{zstd, liblz4.so.1, unpack_torch.sh}. On the machine, with
 # every part moved into one folder: `bash tools/unpack_torch.sh <parts folder> <site dir>`, then put <site dir>
-# first on PYTHONPATH (run_device_placed_python.sh does, for ETRT_PYTHON_SITE, default /tmp/site). torch's CUDA
-# libraries (nvidia-*-cu13) are not carried: torch 2.14.0+cu130 finds the machine's own through sys.path, as 2.11+cu130
-# has the same CUDA 13.0 sonames. The folder torch/include is left out (headers; nothing at run time reads them).
+# first on PYTHONPATH (run_device_placed_python.sh does, for ETRT_PYTHON_SITE, default /tmp/site).
+# torch's CUDA libraries (nvidia-*-cu13) come from the machine, which has them for its torch 2.11.0+cu130 (same CUDA
+# 13.0 sonames; torch finds them through sys.path), except NCCL: torch 2.14.0 pins nvidia-nccl-cu13 2.30.7 and
+# libtorch_cuda.so needs symbols the machine's 2.28.9 lacks (ncclCommResume, ncclCommSuspend, ncclCommGrow, ...;
+# `nm -D` against the wheels torch 2.11.0 pins: cudnn 9.19 and cusparseLt 0.8.0 lack none), so NCCL's wheel is
+# carried too, as <site>/nvidia/nccl, which torch preloads before the machine's. The folder torch/include is left out
+# (headers; nothing at run time reads them).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${1:-$ROOT/.dp/torch}"
 PYVER="${2:-3.12}"
 TORCH_VERSION=2.14.0
+NCCL_VERSION=2.30.7  # what torch 2.14.0's METADATA pins (nvidia-nccl-cu13)
 command -v zstd > /dev/null || { echo "pack_torch.sh: needs zstd (apt-get install zstd)" >&2; exit 1; }
 PIP=("$ROOT/.venv/bin/python" -m pip)
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 "${PIP[@]}" download -q --only-binary=:all: --no-deps --python-version "$PYVER" --implementation cp \
-  --abi "cp${PYVER/./}" --platform manylinux_2_28_x86_64 -d "$WORK" "torch==$TORCH_VERSION"
+  --abi "cp${PYVER/./}" --platform manylinux_2_28_x86_64 --platform manylinux_2_18_x86_64 -d "$WORK" \
+  "torch==$TORCH_VERSION" "nvidia-nccl-cu13==$NCCL_VERSION"
 mkdir -p "$WORK/x"
-"$ROOT/.venv/bin/python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
-  "$WORK"/torch-*.whl "$WORK/x"
+for wheel in "$WORK"/torch-*.whl "$WORK"/nvidia_nccl_cu13-*.whl; do
+  "$ROOT/.venv/bin/python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$wheel" \
+    "$WORK/x"
+done
 rm -rf "$OUT/parts" "$OUT/tools"
 mkdir -p "$OUT/parts" "$OUT/tools"
-tar -C "$WORK/x" -c --exclude=torch/include torch "torch-$TORCH_VERSION.dist-info" |
+tar -C "$WORK/x" -c --exclude=torch/include torch "torch-$TORCH_VERSION.dist-info" nvidia/nccl |
   zstd -q -15 --long=31 -T0 -c | split -b 55M --numeric-suffixes=1 -a 2 - "$OUT/parts/t"
 (cd "$OUT/parts" && sha256sum t?? > SHA256SUMS)
 cp "$(command -v zstd)" "$OUT/tools/zstd"

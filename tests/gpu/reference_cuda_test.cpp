@@ -249,7 +249,11 @@ TEST_F(ReferenceCuda, UserManagedDeviceScratchIsAcceptedAndTooLittleIsRefusedAsI
   EXPECT_EQ(shared->set_device_memory(scratch.data(), engine_->device_memory_size() - 1, why_), Error::InvalidArgument);
   EXPECT_TRUE(has(why_.c_str(), "needs " + std::to_string(engine_->device_memory_size()) + " bytes")) << why_.c_str();
   ASSERT_EQ(shared->set_device_memory(scratch.data(), scratch.size(), why_), Error::Ok) << why_.c_str();
-  context_.reset();  // frees profile 0 for `shared`
+  // `shared` was created while context_ held profile 0, so it starts on none (as in TensorRT 8.6); freeing profile 0
+  // lets it choose it.
+  EXPECT_EQ(shared->optimization_profile(), -1);
+  context_.reset();
+  ASSERT_EQ(shared->set_optimization_profile(0, stream_.get(), why_), Error::Ok) << why_.c_str();
   const std::vector<int64_t> ids = {4};
   ASSERT_EQ(run_on_device(*shared, io_, ids, stream_, why_), Error::Ok) << why_.c_str();
   ETRT_CUDA_OK(cudaStreamSynchronize(stream_));
@@ -301,7 +305,8 @@ TEST_F(ReferenceCuda, TheTraceOfTheSameCallsIsTheSameInBothModes) {
     EXPECT_EQ(host[i].profile, cuda[i].profile);
     EXPECT_EQ(host[i].input_shapes, cuda[i].input_shapes);
   }
-  EXPECT_EQ(download<float>(io_.logits.data(), 3 * kLogits), std::vector<float>(host_logits.begin(), host_logits.end()));
+  EXPECT_EQ(download<float>(io_.logits.data(), 3 * kLogits),
+            std::vector<float>(host_logits.begin(), host_logits.end()));
 }
 
 TEST_F(ReferenceCuda, TheFormatKeepsTheMode) {
