@@ -83,7 +83,7 @@ struct ProfileSignature {
   std::vector<SymbolicDim> symbolic_dims;
 };
 
-// A tensor the delegate owns across calls (docs/design.md, decision 17): engine input `input` reads it, engine
+// A tensor the delegate owns across calls (docs/design.md, decision 18): engine input `input` reads it, engine
 // output `output` is its new value -- written in place when the output is aliased to the input (aliased_io or the
 // engine's own alias), else copied back into it after each execution. ExecuTorch passes neither: the call's
 // arguments are the other inputs and outputs. Written when a partitioner hands a mutable buffer to the delegate
