@@ -87,7 +87,8 @@ ETRT_FLATTEN inline Error Delegate::run_steps(const ThreadState& thread, DeviceC
   if (repeats_last(thread.request, args, device)) {  // the last execution again: only the enqueue is left to do
     *outcome = repeat_.outcome;
     Error status = enqueue(repeat_.target, device, outcome->profile);
-    if (status == Error::Ok && (num_aliased_ != 0 || writes_back_state_)) status = finish_in_place(repeat_.target, device);
+    if (status == Error::Ok && (num_aliased_ != 0 || writes_back_state_))
+      status = finish_in_place(repeat_.target, device);
     if (status != Error::Ok) repeat_.valid = false;
     return status;
   }

@@ -379,8 +379,8 @@ Error Delegate::bind_state(const blob::Metadata& metadata, const executorch::run
       return fail(why, Error::InvalidProgram,
                   "state '%s': output '%s' is written in place into input '%s', not into the state's input '%s'; "
                   "re-export the model",
-                  state.c_str(), out.display_name.c_str(), inputs_[static_cast<size_t>(out.alias_of)].display_name.c_str(),
-                  in.display_name.c_str());
+                  state.c_str(), out.display_name.c_str(),
+                  inputs_[static_cast<size_t>(out.alias_of)].display_name.c_str(), in.display_name.c_str());
     }
     if (out.dtype != in.dtype || (!in_place && out_desc.shape != shape)) {
       return fail(why, Error::InvalidProgram,

@@ -38,8 +38,8 @@ Error initialise(const StateStorage& s, Diagnostic& why) {
     const Error activated = device.activate(s.spec.device_id, why, /*check_range=*/false);
     if (activated != Error::Ok) return activated;
   }
-  const Error status = fill_buffer(s.buffer, s.spec.initial.empty() ? nullptr : s.spec.initial.data(), s.spec.bytes,
-                                   why);
+  const Error status =
+      fill_buffer(s.buffer, s.spec.initial.empty() ? nullptr : s.spec.initial.data(), s.spec.bytes, why);
   if (status != Error::Ok) why.prepend("state '%s': ", s.spec.name.c_str());
   return status;
 }
@@ -89,8 +89,9 @@ Error hold_state(StateSpec spec, const StateUser& user, StateHold* out, Diagnost
                   spec.name.c_str(), engine::to_string(spec.dtype), shape_text(spec.shape).c_str(),
                   spec.kind == engine::MemoryKind::kDevice ? "device" : "host (device id)", spec.device_id,
                   spec.initial_key.c_str(), s->users.front().delegate, engine::to_string(have.dtype),
-                  shape_text(have.shape).c_str(), have.kind == engine::MemoryKind::kDevice ? "device" : "host (device id)",
-                  have.device_id, have.initial_key.c_str());
+                  shape_text(have.shape).c_str(),
+                  have.kind == engine::MemoryKind::kDevice ? "device" : "host (device id)", have.device_id,
+                  have.initial_key.c_str());
     }
     s->users.push_back(user);
     out->storage_ = s.get();

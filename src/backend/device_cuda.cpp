@@ -114,8 +114,9 @@ Error fill_buffer(const DeviceBuffer& buffer, const void* data, size_t bytes, Di
   }
   // On the legacy default stream, then waited for: executions on any stream (a caller's, the per-thread one) find
   // the state written.
-  cudaError_t status = data != nullptr ? cudaMemcpyAsync(buffer.data(), data, bytes, cudaMemcpyHostToDevice, cudaStreamLegacy)
-                                       : cudaMemsetAsync(buffer.data(), 0, bytes, cudaStreamLegacy);
+  cudaError_t status = data != nullptr
+                           ? cudaMemcpyAsync(buffer.data(), data, bytes, cudaMemcpyHostToDevice, cudaStreamLegacy)
+                           : cudaMemsetAsync(buffer.data(), 0, bytes, cudaStreamLegacy);
   if (status == cudaSuccess) status = cudaStreamSynchronize(cudaStreamLegacy);
   if (status != cudaSuccess)
     return fail(why, Error::Internal, "writing %zu bytes of state into device memory failed: %s", bytes,
@@ -414,8 +415,9 @@ Error DeviceCall::write_back_state(void* state, const void* output, size_t bytes
   }
   const cudaError_t status = cudaMemcpyAsync(state, output, bytes, cudaMemcpyDeviceToDevice, as_stream(stream_));
   if (status != cudaSuccess)
-    return fail(why_, Error::Internal, "writing the new value of state '%s' back (%zu bytes) failed (cudaMemcpyAsync): %s",
-                name, bytes, cuda_text(status).c_str());
+    return fail(why_, Error::Internal,
+                "writing the new value of state '%s' back (%zu bytes) failed (cudaMemcpyAsync): %s", name, bytes,
+                cuda_text(status).c_str());
   return Error::Ok;
 }
 

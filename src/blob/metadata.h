@@ -28,7 +28,8 @@ inline constexpr size_t kMaxSymbolicDims = 8 * kMaxIoBindings;  // one per (inpu
 // Signature inputs x profiles, and symbolic dims x profiles: the size of the bounds and ranges tables.
 inline constexpr size_t kMaxProfileEntries = 65536;
 // Bytes of a name-like string: binding names and dtypes, alias output/input/kind, signature input names, symbolic
-// dim names and inputs, state names, inputs, outputs and initial-value keys. (serialized_metadata and target_platform are opaque upstream data: only the metadata size
+// dim names and inputs, state names, inputs, outputs and initial-value keys.
+// (serialized_metadata and target_platform are opaque upstream data: only the metadata size
 // bounds them.)
 inline constexpr size_t kMaxNameLength = 4096;
 

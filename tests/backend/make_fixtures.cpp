@@ -678,8 +678,8 @@ int main(int argc, char** argv) {
   }
   g_dir = argv[argc - 1];
   g_kind = cuda ? MemoryKind::kDevice : MemoryKind::kHost;
-  const bool ok =
-      shared_fixtures() && refusal_fixtures() && (cuda ? cuda_fixtures() : adapter_fixtures() && contract_fixtures() && state_fixtures());
+  const bool ok = shared_fixtures() && refusal_fixtures() &&
+                  (cuda ? cuda_fixtures() : adapter_fixtures() && contract_fixtures() && state_fixtures());
   if (!ok) return 1;
   return written_as_listed(split_names(programs), cuda ? "ETRT_GPU_FIXTURE_NAMES" : "ETRT_FIXTURE_NAMES") ? 0 : 1;
 }

@@ -58,8 +58,8 @@ std::unique_ptr<Module> loaded(const std::string& name, const std::vector<std::s
 // One call of a state_kv method: `rows` ([n, 2]) written at `pos`; returns the cache it holds afterwards.
 std::vector<float> write(Module& module, const std::string& method, std::vector<float> rows, int64_t pos) {
   const auto n = static_cast<int32_t>(rows.size() / kWidth);
-  auto result = module.execute(method, {from_blob(rows.data(), {1, n, kWidth}, ScalarType::Float),
-                                        from_blob(&pos, {1}, ScalarType::Long)});
+  auto result = module.execute(
+      method, {from_blob(rows.data(), {1, n, kWidth}, ScalarType::Float), from_blob(&pos, {1}, ScalarType::Long)});
   EXPECT_TRUE(result.ok()) << etrt::last_error_message();
   if (!result.ok()) return {};
   const auto& t = result.get()[0].toTensor();
@@ -142,8 +142,9 @@ TEST(DelegateStateRefusal, AnInitialValueTheProgramDoesNotCarryIsRefusedNamingTh
   etrt::clear_last_error();
   EXPECT_NE(module.load_method("forward"), et::Error::Ok);
   const std::string message = etrt::last_error_message();
-  EXPECT_TRUE(has(message, "state 'cache' starts from named data 'etrt_state/cache', but the program carries no "
-                           "named data; re-export the model"))
+  EXPECT_TRUE(has(message,
+                  "state 'cache' starts from named data 'etrt_state/cache', but the program carries no "
+                  "named data; re-export the model"))
       << message;
   // The runtime stays usable.
   auto ok = loaded("state_kv");
@@ -155,8 +156,9 @@ TEST(DelegateStateRefusal, ADynamicStateIsRefusedWithItsBounds) {
   etrt::clear_last_error();
   EXPECT_NE(module.load_method("forward"), et::Error::Ok);
   const std::string message = etrt::last_error_message();
-  EXPECT_TRUE(has(message, "state 'x' (input 'x') accepts [1, 1, 2]..[1, 4, 2] under profile 0, but a delegate-owned "
-                           "state has one static shape"))
+  EXPECT_TRUE(has(message,
+                  "state 'x' (input 'x') accepts [1, 1, 2]..[1, 4, 2] under profile 0, but a delegate-owned "
+                  "state has one static shape"))
       << message;
 }
 
