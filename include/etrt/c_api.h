@@ -51,6 +51,8 @@ extern "C" {
 #define ETRT_E_BAD_HANDLE 3
 /** Memory for a guard or report could not be allocated. */
 #define ETRT_E_NO_MEMORY 4
+/** The operation failed; etrt_last_error_message() says why. */
+#define ETRT_E_FAILED 5
 
 /** Profile request kinds (etrt::ProfileRequest::Kind). */
 #define ETRT_REQUEST_DEFAULT 0
@@ -139,9 +141,19 @@ ETRT_C_API int etrt_report_clear(void* report);
 
 /**
  * The counter called `name` (etrt/options.h: "profile_switches", "executions",
- * "last_profile") into *value. ETRT_E_INVALID_ARGUMENT for another name.
+ * "last_profile", "state_bytes") into *value. ETRT_E_INVALID_ARGUMENT for another name.
  */
 ETRT_C_API int etrt_counter(const char* name, int64_t* value);
+
+/* ---- delegate-owned state (etrt/state.h) ---- */
+
+/**
+ * etrt::reset_delegate_state(name): writes the initial value into every
+ * delegate-owned state (those named `name`, when not null) of the live
+ * delegates; *count (when not null) receives how many. ETRT_E_FAILED when
+ * writing one failed (etrt_last_error_message() says why).
+ */
+ETRT_C_API int etrt_reset_state(const char* name, int64_t* count);
 
 /* ---- the last refusal, on the calling thread ---- */
 

@@ -83,6 +83,11 @@ inline constexpr char kCounterProfileSwitches[] = "profile_switches";
 inline constexpr char kCounterExecutions[] = "executions";
 /// The profile used by the most recent execution of any etrt delegate.
 inline constexpr char kCounterLastProfile[] = "last_profile";
+/// Bytes of delegate-owned state (etrt/state.h) the live delegates hold now,
+/// each state shared by several delegates counted once. (An int: a value above
+/// INT_MAX reads as INT_MAX through get_option; the C ABI's etrt_counter gives
+/// the full 64-bit value.)
+inline constexpr char kCounterStateBytes[] = "state_bytes";
 
 /// What libetrt did about a CUDA device allocator when it loaded (one of
 /// CudaAllocatorState). A program exported with a CUDA target device (every

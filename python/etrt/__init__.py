@@ -43,7 +43,7 @@ _VALIDATE_NAMES = frozenset({"validate_program", "check_program"})
 _RUNTIME_NAMES = frozenset({
     "ExecutionError", "ExecutionRecord", "ProfileRequest", "Report", "automatic", "clear_default_load_options",
     "clear_last_error", "counters", "current_request", "default_load_options", "execute", "has_last_error",
-    "last_error_message", "load_options", "profile", "report", "set_default_load_options",
+    "last_error_message", "load_options", "profile", "report", "reset_state", "set_default_load_options",
 })
 
 

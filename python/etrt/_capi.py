@@ -58,6 +58,7 @@ _SIGNATURES = {
                                          ctypes.c_size_t]),
     "etrt_report_clear": (ctypes.c_int, [ctypes.c_void_p]),
     "etrt_counter": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int64)]),
+    "etrt_reset_state": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int64)]),
     "etrt_last_error_message": (ctypes.c_char_p, []),
     "etrt_has_last_error": (ctypes.c_int, []),
     "etrt_clear_last_error": (None, []),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from .analysis import (WEIGHT_STREAMING_BUDGET, DelegateInfo, describe_aliases, parse_byte_count, printable,
+from .analysis import (WEIGHT_STREAMING_BUDGET, DelegateInfo, describe_aliases, describe_states, parse_byte_count, printable,
                        program_placement)
 from .pte import describe_value
 from .signature import Signature, format_shape
@@ -101,6 +101,7 @@ def _delegate(d: DelegateInfo, plan: Optional[Dict[str, Any]]) -> Dict[str, Any]
     out["arguments"] = [binding(b) for b in arguments] if arguments is not None else None
     out["io_from_engine"] = not md.io_bindings
     out["aliases"] = [v.to_dict() for v in describe_aliases(d)]
+    out["delegate_state"] = describe_states(d)
     sig = d.signature
     out["profiles"] = {
         "count": sig.num_profiles if sig is not None else None,
@@ -306,6 +307,13 @@ def format_report(report: Dict[str, Any], infos: bool = True) -> str:
                 for k, x in enumerate(group):
                     lines.append(f"      {title if k == 0 else ' ' * len(title)} {_binding_text(x)}")
             lines += [f"      {line}" for line in _alias_lines(d)]
+            for st in d.get("delegate_state", []):
+                size = _size(st["bytes"]) if st["bytes"] is not None else "size unknown"
+                how = "written in place" if st["in_place"] else f"new value from '{st['output']}', copied back"
+                init = f"named data '{st['initial_value']}'" if st["initial_value"] else "zeros"
+                lines.append(f"      state '{st['name']}': input '{st['input']}' ({st['dtype']} {st['shape']}, {size}), "
+                             f"owned by the delegate (the call passes neither it nor its new value), {how}; starts "
+                             f"from {init}" + (f"; REFUSED: {st['problem']}" if st["problem"] else ""))
             p = d["profiles"]
             eng = d["engine"]
             if p["count"] is None:

@@ -14,10 +14,12 @@
 #include <vector>
 
 #include "backend/counters.h"
+#include "backend/delegate_state.h"
 #include "backend/load_options.h"
 #include "etrt/options.h"
 #include "etrt/profile_guard.h"
 #include "etrt/report.h"
+#include "etrt/state.h"
 
 #ifndef ETRT_VERSION_STRING
 #define ETRT_VERSION_STRING "unknown"
@@ -257,10 +259,18 @@ int etrt_counter(const char* name, int64_t* value) {
     *value = c.executions;
   } else if (std::strcmp(name, etrt::kCounterLastProfile) == 0) {
     *value = c.last_profile;
+  } else if (std::strcmp(name, etrt::kCounterStateBytes) == 0) {
+    *value = etrt::backend::state_bytes_held();
   } else {
     return ETRT_E_INVALID_ARGUMENT;
   }
   return ETRT_OK;
+}
+
+int etrt_reset_state(const char* name, int64_t* count) {
+  const int64_t n = etrt::reset_delegate_state(name);
+  if (count != nullptr) *count = n;
+  return n < 0 ? ETRT_E_FAILED : ETRT_OK;
 }
 
 const char* etrt_last_error_message(void) { return etrt::last_error_message(); }

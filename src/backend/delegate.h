@@ -12,10 +12,12 @@
 #include <vector>
 
 #include <executorch/runtime/core/evalue.h>
+#include <executorch/runtime/core/named_data_map.h>
 #include <executorch/runtime/core/span.h>
 
 #include "backend/counters.h"
 #include "backend/delegate_lock.h"
+#include "backend/delegate_state.h"
 #include "backend/device.h"
 #include "backend/io_slot.h"
 #include "backend/load_options.h"
@@ -38,10 +40,12 @@ class Delegate {
   Delegate(const Delegate&) = delete;
   Delegate& operator=(const Delegate&) = delete;
 
-  // Loads the TR01/TR02 blob at [blob, blob + size): the engine, its IO, aliases, profile table, contexts and
-  // staging. On failure the reason is in `why` (what was wrong and what to do) and the delegate is only fit for
-  // destruction.
-  [[nodiscard]] Error load(const void* blob, size_t size, Diagnostic& why);
+  // Loads the TR01/TR02 blob at [blob, blob + size): the engine, its IO, aliases, profile table, delegate-owned state,
+  // contexts and staging. `data` is the program's NamedDataMap (null when it has none): the initial values of the
+  // blob's delegate_state come from it, and it scopes the sharing of states by name. On failure the reason is in
+  // `why` (what was wrong and what to do) and the delegate is only fit for destruction.
+  [[nodiscard]] Error load(const void* blob, size_t size, const executorch::runtime::NamedDataMap* data,
+                           Diagnostic& why);
 
   // One execution over ExecuTorch's arguments (inputs, then outputs). A refusal is reported as the thread's last
   // error, prefixed with the delegate's name, and leaves the delegate usable.
@@ -105,6 +109,7 @@ class Delegate {
   Error resolve_aliases(const blob::Metadata& metadata, Diagnostic& why);
   Error apply_weight_streaming(Diagnostic& why);
   Error build_profile_table(Diagnostic& why);
+  Error bind_state(const blob::Metadata& metadata, const executorch::runtime::NamedDataMap* data, Diagnostic& why);
   Error create_contexts(engine::StreamHandle stream, Diagnostic& why);
   Error prepare_staging(engine::StreamHandle stream, Diagnostic& why);
   Error plan_output_staging(engine::StreamHandle stream, std::vector<size_t>* bytes, Diagnostic& why);
@@ -141,6 +146,7 @@ class Delegate {
   Error enqueue(const Target& target, DeviceCall& device, int32_t profile);
   Error finish_outputs(const Target& target, DeviceCall& device);
   Error finish_in_place(const Target& target, DeviceCall& device);
+  Error refuse_argument_count(size_t found);
   Error finish(const ThreadState& thread, const Outcome& outcome, Error status);
 
   char name_[64] = {};
@@ -168,6 +174,22 @@ class Delegate {
   // Outputs written in place into an input. ExecuTorch passes a tensor for each (the mutable buffer's write-back
   // slot, which then gets a copy) or, when the delegate owns the buffer, none of them.
   size_t num_aliased_ = 0;
+
+  // Delegate-owned state (delegate_state.h): bound to its storage once, never passed by the call. A state whose new
+  // value the engine writes to an output of its own (not in place) gets that output's buffer and a copy back after
+  // each execution.
+  struct OwnedState {
+    StateHold hold;
+    int32_t input = -1;   // input slot
+    int32_t output = -1;  // output slot
+    bool in_place = false;
+    Shape shape;
+    size_t bytes = 0;
+    DeviceBuffer output_buffer;  // !in_place: where the engine writes the new value
+  };
+  std::vector<OwnedState> states_;
+  size_t num_free_aliased_ = 0;    // aliased outputs that are not a state's: the call may leave them out
+  bool writes_back_state_ = false;  // some state is not updated in place
 
   // Per-execution scratch, sized once at load so execute() never allocates.
   std::vector<Shape> input_shapes_;

@@ -87,7 +87,8 @@ ETRT_FLATTEN inline Error Delegate::run_steps(const ThreadState& thread, DeviceC
   if (repeats_last(thread.request, args, device)) {  // the last execution again: only the enqueue is left to do
     *outcome = repeat_.outcome;
     Error status = enqueue(repeat_.target, device, outcome->profile);
-    if (status == Error::Ok && num_aliased_ != 0) status = finish_in_place(repeat_.target, device);
+    if (status == Error::Ok && (num_aliased_ != 0 || writes_back_state_))
+      status = finish_in_place(repeat_.target, device);
     if (status != Error::Ok) repeat_.valid = false;
     return status;
   }
@@ -128,8 +129,8 @@ inline bool Delegate::repeats_last(const ProfileRequest& request, Span<EValue*> 
   for (size_t k = 0; k < arg_tensors_.size(); ++k) {
     const bool is_input = k < n_in;
     const IoSlot& slot = is_input ? inputs_[k] : outputs_[k - n_in];
-    if (slot.alias_of >= 0 && !last.aliased_passed) {
-      arg_tensors_[k] = nullptr;
+    if (slot.state >= 0 || (slot.alias_of >= 0 && !last.aliased_passed)) {
+      arg_tensors_[k] = nullptr;  // the delegate's own state, bound once; or an aliased output the call leaves out
       continue;
     }
     EValue* value = args[next++];
@@ -157,7 +158,7 @@ inline void Delegate::remember_repeat(const ProfileRequest& request, size_t num_
   if (tensors != num_args || staged) return;
   repeat_.request = request;
   repeat_.num_args = num_args;
-  repeat_.aliased_passed = num_args == arg_tensors_.size();
+  repeat_.aliased_passed = num_args + 2 * states_.size() == arg_tensors_.size();
   repeat_.target = target;
   repeat_.outcome = outcome;
   repeat_.outcome.switched = false;
@@ -171,46 +172,77 @@ inline ProfileRequest Delegate::read_request(const ThreadState& thread) const {
 }
 
 // Gathers the call's tensors (inputs, then outputs; non-tensor arguments such as SymInts are skipped) into
-// arg_tensors_, by slot. A call may leave out every output that is written in place into an input (ExecuTorch does
-// when the delegate owns the mutable buffer); those slots get nullptr.
+// arg_tensors_, by slot. The slots of delegate-owned state get nullptr: the call never passes them. A call may also
+// leave out every other output that is written in place into an input (ExecuTorch does when the delegate owns the
+// mutable buffer); those slots get nullptr too.
 inline Error Delegate::collect_tensors(Span<EValue*> args) {
   const size_t n_in = inputs_.size();
   const size_t full = n_in + outputs_.size();
-  // One pass for the common case, every slot passed.
   size_t found = 0;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == nullptr || !args[i]->isTensor()) continue;
-    if (found < full) arg_tensors_[found] = &args[i]->toTensor();
-    ++found;
+  if (states_.empty()) {
+    // One pass for the common case, every slot passed.
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == nullptr || !args[i]->isTensor()) continue;
+      if (found < full) arg_tensors_[found] = &args[i]->toTensor();
+      ++found;
+    }
+    if (found == full) return Error::Ok;
+  } else {
+    for (size_t i = 0; i < args.size(); ++i) found += args[i] != nullptr && args[i]->isTensor();
   }
-  if (found == full) return Error::Ok;
-  if (num_aliased_ == 0) {
-    return fail(why_, Error::InvalidArgument,
-                "the call passes %zu tensors, but the engine has %zu inputs and %zu outputs; the .pte and its engine "
-                "do not match: re-export the model",
-                found, n_in, outputs_.size());
+  const size_t passed = full - 2 * states_.size();
+  bool skip_aliased = false;
+  if (found != passed) {
+    if (num_free_aliased_ == 0 || found != passed - num_free_aliased_) return refuse_argument_count(found);
+    skip_aliased = true;
   }
-  if (found != full - num_aliased_) {
-    return fail(why_, Error::InvalidArgument,
-                "the call passes %zu tensors, but the engine has %zu inputs and %zu outputs, %zu of them written in "
-                "place into inputs: a call passes %zu tensors, or %zu without those outputs; the .pte and its engine "
-                "do not match: re-export the model",
-                found, n_in, outputs_.size(), num_aliased_, full, full - num_aliased_);
-  }
-  // Without the aliased outputs: place the tensors again, skipping those slots.
+  // Place the tensors again, skipping the slots the call does not pass.
   size_t slot = 0;
+  const auto skipped = [&](size_t k) {
+    const IoSlot& s = k < n_in ? inputs_[k] : outputs_[k - n_in];
+    return s.state >= 0 || (skip_aliased && k >= n_in && s.alias_of >= 0);
+  };
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == nullptr || !args[i]->isTensor()) continue;
-    while (slot >= n_in && outputs_[slot - n_in].alias_of >= 0) arg_tensors_[slot++] = nullptr;
+    while (skipped(slot)) arg_tensors_[slot++] = nullptr;
     arg_tensors_[slot++] = &args[i]->toTensor();
   }
   while (slot < full) arg_tensors_[slot++] = nullptr;
   return Error::Ok;
 }
 
+ETRT_COLD ETRT_NOINLINE Error Delegate::refuse_argument_count(size_t found) {
+  const size_t n_in = inputs_.size();
+  const size_t full = n_in + outputs_.size();
+  if (!states_.empty()) {
+    const size_t passed = full - 2 * states_.size();
+    return fail(why_, Error::InvalidArgument,
+                "the call passes %zu tensors, but the engine has %zu inputs and %zu outputs, %zu of each the "
+                "delegate's own state (the blob's delegate_state), which the call does not pass: a call passes %zu "
+                "tensors%s; the .pte and its engine do not match: re-export the model",
+                found, n_in, outputs_.size(), states_.size(), passed,
+                num_free_aliased_ != 0 ? ", or fewer without the outputs written in place into inputs" : "");
+  }
+  if (num_aliased_ == 0) {
+    return fail(why_, Error::InvalidArgument,
+                "the call passes %zu tensors, but the engine has %zu inputs and %zu outputs; the .pte and its engine "
+                "do not match: re-export the model",
+                found, n_in, outputs_.size());
+  }
+  return fail(why_, Error::InvalidArgument,
+              "the call passes %zu tensors, but the engine has %zu inputs and %zu outputs, %zu of them written in "
+              "place into inputs: a call passes %zu tensors, or %zu without those outputs; the .pte and its engine "
+              "do not match: re-export the model",
+              found, n_in, outputs_.size(), num_aliased_, full, full - num_aliased_);
+}
+
 // Checks each input's type and rank and copies its shape into input_shapes_ (sized at load).
 inline Error Delegate::collect_input_shapes() {
   for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (inputs_[i].state >= 0) {  // the delegate's own state: its one static shape
+      input_shapes_[i] = states_[static_cast<size_t>(inputs_[i].state)].shape;
+      continue;
+    }
     const Tensor& t = *arg_tensors_[i];
     const Error typed = check_dtype(why_, inputs_[i], t, "input");
     if (typed != Error::Ok) return typed;
@@ -323,7 +355,9 @@ inline Error Delegate::set_shapes_and_infer_outputs(const Target& target, int32_
     }
     if (slot.alias_of >= 0) {
       const IoSlot& target_input = inputs_[static_cast<size_t>(slot.alias_of)];
-      const int64_t room = static_cast<int64_t>(arg_tensors_[static_cast<size_t>(slot.alias_of)]->numel());
+      const Tensor* target_tensor = arg_tensors_[static_cast<size_t>(slot.alias_of)];
+      const int64_t room = target_tensor != nullptr ? static_cast<int64_t>(target_tensor->numel())
+                                                    : input_shapes_[static_cast<size_t>(slot.alias_of)].numel();
       if (inferred.numel() > room) {
         return fail(why_, Error::InvalidArgument,
                     "output '%s' is written in place into input '%s', but would have shape %s (%lld elements) under "
@@ -333,6 +367,17 @@ inline Error Delegate::set_shapes_and_infer_outputs(const Target& target, int32_
                     static_cast<long long>(inferred.numel()), profile, static_cast<long long>(room));
       }
       if (out == nullptr) continue;
+    }
+    if (slot.state >= 0) {  // the new value of a state written back: the state's own size
+      const OwnedState& state = states_[static_cast<size_t>(slot.state)];
+      if (inferred != state.shape) {
+        char want[128];
+        return fail(why_, Error::InvalidArgument,
+                    "output '%s' is the new value of a delegate-owned state of shape %s, but would have shape %s "
+                    "under profile %d; the engine and the blob's delegate_state disagree: re-export the model",
+                    slot.display_name.c_str(), format_shape(state.shape, want), format_shape(inferred, text), profile);
+      }
+      continue;
     }
     if (inferred.numel() > output_capacity_[o]) {
       return fail(why_, Error::InvalidArgument,
@@ -387,6 +432,11 @@ inline Error Delegate::bind(const Target& target, DeviceCall& device) {
       // Written in place: bound where its input was just bound (TensorRT requires it of a KV-cache update).
       address = cache.addresses[static_cast<size_t>(slot.alias_of)];
       device_.staged[k] = 0;
+    } else if (slot.state >= 0) {
+      // The delegate's own state: its storage, or for a new value written back, the buffer it is written to.
+      const OwnedState& state = states_[static_cast<size_t>(slot.state)];
+      address = is_input ? state.hold.data() : state.output_buffer.data();
+      device_.staged[k] = 0;
     } else if (!device_.device && device_.staged[k] == 0 && cache.addresses[k] != nullptr &&
                arg_tensors_[k]->const_data_ptr() == cache.addresses[k]) {
       continue;  // a host engine's tensor bound in place last time, at the same address: nothing to check or copy
@@ -434,16 +484,25 @@ inline Error Delegate::finish_outputs(const Target& target, DeviceCall& device) 
 }
 
 // Copies each input an output was written into in place back from its staging buffer, if it was staged, and into
-// the write-back output ExecuTorch passed, if any.
+// the write-back output ExecuTorch passed, if any; then copies the new value of each delegate-owned state the engine
+// does not update in place into the state.
 inline Error Delegate::finish_in_place(const Target& target, DeviceCall& device) {
   const size_t n_in = inputs_.size();
   for (size_t o = 0; o < outputs_.size(); ++o) {
     const IoSlot& slot = outputs_[o];
     if (slot.alias_of < 0) continue;
     const auto input = static_cast<size_t>(slot.alias_of);
+    if (inputs_[input].state >= 0) continue;  // the delegate's own state, updated where it lives: nothing to copy
     const size_t bytes = static_cast<size_t>(target.cache->output_shapes[o].numel()) * engine::element_size(slot.dtype);
     const Error status = device.finish_in_place(input, *arg_tensors_[input], arg_tensors_[n_in + o], bytes,
                                                 inputs_[input].display_name.c_str());
+    if (status != Error::Ok) return status;
+  }
+  if (!writes_back_state_) return Error::Ok;
+  for (const OwnedState& state : states_) {
+    if (state.in_place) continue;
+    const Error status = device.write_back_state(state.hold.data(), state.output_buffer.data(), state.bytes,
+                                                 inputs_[static_cast<size_t>(state.input)].display_name.c_str());
     if (status != Error::Ok) return status;
   }
   return Error::Ok;

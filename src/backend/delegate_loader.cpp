@@ -124,7 +124,7 @@ Delegate::~Delegate() {
     wait_for_in_flight(device_);
 }
 
-Error Delegate::load(const void* blob, size_t size, Diagnostic& why) {
+Error Delegate::load(const void* blob, size_t size, const executorch::runtime::NamedDataMap* data, Diagnostic& why) {
   blob::ParsedBlob parsed;
   Error status = blob::parse_blob(blob, size, &parsed, why);
   if (status != Error::Ok) return status;
@@ -143,6 +143,7 @@ Error Delegate::load(const void* blob, size_t size, Diagnostic& why) {
   if (status == Error::Ok) status = build_profile_table(why);
   if (status == Error::Ok && parsed.metadata.profile_signature)
     status = check_signature(*parsed.metadata.profile_signature, table_, inputs_, why);
+  if (status == Error::Ok) status = bind_state(parsed.metadata, data, why);
   if (status == Error::Ok) status = create_contexts(stream, why);
   if (status == Error::Ok) status = prepare_staging(stream, why);
   if (status == Error::Ok && on_device) status = finish_load_work(why);
@@ -339,6 +340,114 @@ Error Delegate::build_profile_table(Diagnostic& why) {
                                       &table_, why);
 }
 
+// Gives each of the blob's delegate_state entries its storage (delegate_state.h): the input and output slots it names
+// are bound to it and leave the call's arguments. A state has one static shape in every profile, and its output the
+// input's type and shape; its initial value, when the blob names one, comes from the program's named data, at exactly
+// the state's size.
+Error Delegate::bind_state(const blob::Metadata& metadata, const executorch::runtime::NamedDataMap* data,
+                           Diagnostic& why) {
+  num_free_aliased_ = num_aliased_;
+  if (metadata.delegate_state.empty()) return Error::Ok;
+  const NameIndex outputs = index_names(outputs_), inputs = index_names(inputs_);
+  states_.reserve(metadata.delegate_state.size());
+  for (size_t k = 0; k < metadata.delegate_state.size(); ++k) {
+    const blob::DelegateState& entry = metadata.delegate_state[k];
+    const std::string state = escape_name(entry.name);
+    const int32_t i = find_name(inputs, entry.input);
+    const int32_t o = find_name(outputs, entry.output);
+    if (i < 0 || o < 0) {
+      return fail(why, Error::InvalidProgram,
+                  "delegate_state[%zu] '%s' names %s '%s', which the engine does not have; re-export the model", k,
+                  state.c_str(), i < 0 ? "input" : "output", escape_name(i < 0 ? entry.input : entry.output).c_str());
+    }
+    IoSlot& in = inputs_[static_cast<size_t>(i)];
+    IoSlot& out = outputs_[static_cast<size_t>(o)];
+    const Shape shape = table_.bounds(0, i).min;
+    for (int32_t p = 0; p < table_.num_profiles(); ++p) {
+      const profile::ShapeBounds b = table_.bounds(p, i);
+      if (b.min != shape || b.max != shape) {
+        return fail(why, Error::InvalidProgram,
+                    "state '%s' (input '%s') accepts %s..%s under profile %d, but a delegate-owned state has one "
+                    "static shape (%s under profile 0) in every profile; rebuild the engine with a static cache shape",
+                    state.c_str(), in.display_name.c_str(), shape_text(b.min).c_str(), shape_text(b.max).c_str(), p,
+                    shape_text(shape).c_str());
+      }
+    }
+    const engine::TensorDesc& out_desc = engine_->io_tensor(out.engine_index);
+    const bool in_place = out.alias_of == i;
+    if (!in_place && out.alias_of >= 0) {
+      return fail(why, Error::InvalidProgram,
+                  "state '%s': output '%s' is written in place into input '%s', not into the state's input '%s'; "
+                  "re-export the model",
+                  state.c_str(), out.display_name.c_str(),
+                  inputs_[static_cast<size_t>(out.alias_of)].display_name.c_str(), in.display_name.c_str());
+    }
+    if (out.dtype != in.dtype || (!in_place && out_desc.shape != shape)) {
+      return fail(why, Error::InvalidProgram,
+                  "state '%s': output '%s' is %s %s but input '%s' is %s %s; the new value of a state has the state's "
+                  "type and shape: re-export the model",
+                  state.c_str(), out.display_name.c_str(), engine::to_string(out.dtype),
+                  shape_text(out_desc.shape).c_str(), in.display_name.c_str(), engine::to_string(in.dtype),
+                  shape_text(shape).c_str());
+    }
+    StateSpec spec;
+    spec.scope = data;
+    spec.name = entry.name;
+    spec.kind = engine_->memory_kind();
+    spec.device_id = device_.device_id;
+    spec.dtype = in.dtype;
+    spec.shape = shape;
+    spec.bytes = bytes_of(shape, in.dtype);
+    spec.initial_key = entry.initial_value;
+    if (!entry.initial_value.empty()) {
+      const std::string key = escape_name(entry.initial_value);
+      if (data == nullptr) {
+        return fail(why, Error::InvalidProgram,
+                    "state '%s' starts from named data '%s', but the program carries no named data; re-export the "
+                    "model with the state's initial value (or none, for zeros)",
+                    state.c_str(), key.c_str());
+      }
+      auto initial = data->get_data(entry.initial_value.c_str());
+      if (!initial.ok()) {
+        return fail(why, Error::InvalidProgram,
+                    "state '%s' starts from named data '%s', which the program does not have (error %d); re-export the "
+                    "model, or load it with the .ptd file that holds its named data",
+                    state.c_str(), key.c_str(), static_cast<int>(initial.error()));
+      }
+      if (initial->size() != spec.bytes) {
+        const size_t got = initial->size();
+        initial->Free();
+        return fail(why, Error::InvalidProgram,
+                    "state '%s' is %s %s (%zu bytes), but its initial value, named data '%s', has %zu bytes; "
+                    "re-export the model",
+                    state.c_str(), engine::to_string(spec.dtype), shape_text(shape).c_str(), spec.bytes, key.c_str(),
+                    got);
+      }
+      const auto* bytes = static_cast<const uint8_t*>(initial->data());
+      spec.initial.assign(bytes, bytes + spec.bytes);
+      initial->Free();
+    }
+    states_.emplace_back();
+    OwnedState& owned = states_.back();
+    owned.input = i;
+    owned.output = o;
+    owned.in_place = in_place;
+    owned.shape = shape;
+    owned.bytes = spec.bytes;
+    Error status = hold_state(std::move(spec), StateUser{name_, &lock_, &device_}, &owned.hold, why);
+    if (status == Error::Ok && !in_place) {
+      status = owned.output_buffer.allocate(engine_->memory_kind(), owned.bytes, why);
+      writes_back_state_ = true;
+    }
+    if (status != Error::Ok) return status;
+    in.state = out.state = static_cast<int32_t>(k);
+  }
+  for (const OwnedState& s : states_) num_free_aliased_ -= s.in_place ? 1 : 0;
+  ET_LOG(Info, "TensorRT delegate %s: owns %zu state tensor(s); the call passes %zu tensors", name_, states_.size(),
+         inputs_.size() + outputs_.size() - 2 * states_.size());
+  return Error::Ok;
+}
+
 Error Delegate::create_contexts(engine::StreamHandle stream, Diagnostic& why) {
   engine::Engine& engine = *engine_;
   const int32_t n_profiles = engine.num_profiles();
@@ -392,6 +501,11 @@ Error Delegate::prepare_staging(engine::StreamHandle stream, Diagnostic& why) {
       bytes[i] = std::max(bytes[i], bytes_of(table_.bounds(p, static_cast<int32_t>(i)).max, inputs_[i].dtype));
   const Error status = plan_output_staging(stream, &bytes, why);
   if (status != Error::Ok) return status;
+  // A state is bound to its own storage, never staged.
+  for (const OwnedState& s : states_) {
+    bytes[static_cast<size_t>(s.input)] = 0;
+    bytes[inputs_.size() + static_cast<size_t>(s.output)] = 0;
+  }
   return device_.device ? prepare_device_state(&device_, device_.device_id, bytes, why)
                         : prepare_host_staging(&device_, bytes, why);
 }

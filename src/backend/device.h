@@ -52,6 +52,7 @@ class DeviceBuffer {
   [[nodiscard]] Error allocate(engine::MemoryKind kind, size_t bytes, Diagnostic& why);
   void* data() const { return data_; }
   size_t size() const { return size_; }
+  engine::MemoryKind kind() const { return kind_; }
 
  private:
   // Frees the memory the way allocate() got it: device_cuda.cpp or device_host.cpp.
@@ -140,6 +141,11 @@ engine::StreamHandle load_stream();
 [[nodiscard]] Error prepare_device_state(DeviceState* state, int device_id, const std::vector<size_t>& staging_bytes,
                                          Diagnostic& why);
 
+// Writes `bytes` of `data` (zeros when null) into `buffer`, synchronously: finished, for work on any stream, when it
+// returns. Host memory: memcpy/memset. Device memory: on the current device, which must be the buffer's. Internal when
+// CUDA fails. Delegate-owned state is initialised and reset with it (delegate_state.h).
+[[nodiscard]] Error fill_buffer(const DeviceBuffer& buffer, const void* data, size_t bytes, Diagnostic& why);
+
 // destroy(): blocks until the delegate's last execution has finished on the device.
 void wait_for_in_flight(DeviceState& state);
 
@@ -197,6 +203,11 @@ class DeviceCall {
   // copy fails.
   [[nodiscard]] Error finish_in_place(size_t k, executorch::aten::Tensor& input, executorch::aten::Tensor* write_back,
                                       size_t bytes, const char* name);
+
+  // After a successful enqueue, for a delegate-owned state whose new value the engine wrote to an output of its
+  // own (not in place): copies it into the state's storage, on the stream. `name` names the state in a refusal
+  // (Internal when the copy fails).
+  [[nodiscard]] Error write_back_state(void* state, const void* output, size_t bytes, const char* name);
 
   // Runs `context` on the stream. With `graphs` (CUDA graphs enabled and not failed) and `steady` (the context
   // last ran with exactly this profile, these input shapes and these addresses), replays the graph captured for

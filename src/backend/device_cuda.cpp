@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -100,6 +101,26 @@ Error DeviceBuffer::allocate(engine::MemoryKind kind, size_t bytes, Diagnostic& 
       return fail(why, Error::MemoryAllocationFailed, "could not allocate %zu bytes of engine scratch memory", bytes);
   }
   size_ = bytes;
+  return Error::Ok;
+}
+
+Error fill_buffer(const DeviceBuffer& buffer, const void* data, size_t bytes, Diagnostic& why) {
+  if (buffer.kind() != engine::MemoryKind::kDevice) {
+    if (data != nullptr)
+      std::memcpy(buffer.data(), data, bytes);
+    else
+      std::memset(buffer.data(), 0, bytes);
+    return Error::Ok;
+  }
+  // On the legacy default stream, then waited for: executions on any stream (a caller's, the per-thread one) find
+  // the state written.
+  cudaError_t status = data != nullptr
+                           ? cudaMemcpyAsync(buffer.data(), data, bytes, cudaMemcpyHostToDevice, cudaStreamLegacy)
+                           : cudaMemsetAsync(buffer.data(), 0, bytes, cudaStreamLegacy);
+  if (status == cudaSuccess) status = cudaStreamSynchronize(cudaStreamLegacy);
+  if (status != cudaSuccess)
+    return fail(why, Error::Internal, "writing %zu bytes of state into device memory failed: %s", bytes,
+                cuda_text(status).c_str());
   return Error::Ok;
 }
 
@@ -383,6 +404,19 @@ Error DeviceCall::finish_in_place(size_t k, executorch::aten::Tensor& input, exe
   if (status != cudaSuccess)
     return fail(why_, Error::Internal,
                 "copying the in-place update of input '%s' (%zu bytes) failed (cudaMemcpyAsync): %s", name, bytes,
+                cuda_text(status).c_str());
+  return Error::Ok;
+}
+
+Error DeviceCall::write_back_state(void* state, const void* output, size_t bytes, const char* name) {
+  if (!state_.device) {
+    std::memcpy(state, output, bytes);
+    return Error::Ok;
+  }
+  const cudaError_t status = cudaMemcpyAsync(state, output, bytes, cudaMemcpyDeviceToDevice, as_stream(stream_));
+  if (status != cudaSuccess)
+    return fail(why_, Error::Internal,
+                "writing the new value of state '%s' back (%zu bytes) failed (cudaMemcpyAsync): %s", name, bytes,
                 cuda_text(status).c_str());
   return Error::Ok;
 }

@@ -2,6 +2,7 @@
 // (memory_kind_supported, delegate_loader.cpp), so only host memory exists
 // here and every DeviceCall is a pass-through.
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include "backend/device.h"
@@ -54,6 +55,14 @@ Error prepare_device_state(DeviceState* /*state*/, int /*device_id*/, const std:
   return fail(why, Error::NotSupported, "%s", kNoCuda);
 }
 
+Error fill_buffer(const DeviceBuffer& buffer, const void* data, size_t bytes, Diagnostic& /*why*/) {
+  if (data != nullptr)
+    std::memcpy(buffer.data(), data, bytes);
+  else
+    std::memset(buffer.data(), 0, bytes);
+  return Error::Ok;
+}
+
 void wait_for_in_flight(DeviceState& /*state*/) {}
 
 GraphSet::~GraphSet() = default;
@@ -88,6 +97,11 @@ Error DeviceCall::check_in_place(const executorch::aten::Tensor& /*input*/, cons
 Error DeviceCall::finish_in_place(size_t k, executorch::aten::Tensor& input, executorch::aten::Tensor* write_back,
                                   size_t bytes, const char* /*name*/) {
   finish_in_place_host(state_, k, input, write_back, bytes);
+  return Error::Ok;
+}
+
+Error DeviceCall::write_back_state(void* state, const void* output, size_t bytes, const char* /*name*/) {
+  std::memcpy(state, output, bytes);
   return Error::Ok;
 }
 

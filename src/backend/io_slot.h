@@ -47,6 +47,9 @@ struct IoSlot {
   // Inputs: whether some output is written into it (so it must be memory the engine can update in place).
   int32_t alias_of = -1;
   bool alias_target = false;
+  // The delegate-owned state (an index into Delegate::states_) this slot reads or writes, or -1. The call passes no
+  // tensor for it: it is bound to the state's storage.
+  int32_t state = -1;
   // `dtype` as ExecuTorch spells it, so the per-call type check is one comparison.
   executorch::aten::ScalarType scalar_type = executorch::aten::ScalarType::Undefined;
 };

@@ -3,7 +3,9 @@
 // itself is backend/delegate.h (loading in delegate_loader.cpp, one execution
 // in delegate_executor.cpp).
 
+#include <algorithm>
 #include <atomic>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -15,6 +17,7 @@
 #include "backend/counters.h"
 #include "backend/cuda_allocator.h"
 #include "backend/delegate.h"
+#include "backend/delegate_state.h"
 #include "backend/last_error.h"
 #include "backend/nvtx_range.h"
 #include "etrt/options.h"
@@ -83,7 +86,7 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
       return Error::MemoryAllocationFailed;
     }
     new (delegate) Delegate(name, options);
-    if (delegate->load(processed->data(), processed->size(), why) != Error::Ok) {
+    if (delegate->load(processed->data(), processed->size(), context.get_named_data_map(), why) != Error::Ok) {
       report_error(name, "%s", why.c_str());
       delegate->~Delegate();
       return Error::InvalidProgram;  // whatever the step that failed: the program cannot run here as it is
@@ -110,11 +113,14 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
         option.value = static_cast<int>(totals.executions);
       } else if (std::strcmp(option.key, kCounterLastProfile) == 0) {
         option.value = static_cast<int>(totals.last_profile);
+      } else if (std::strcmp(option.key, kCounterStateBytes) == 0) {
+        option.value = static_cast<int>(std::min<int64_t>(state_bytes_held(), INT_MAX));
       } else if (std::strcmp(option.key, kCudaAllocatorState) == 0) {
         option.value = static_cast<int>(cuda_allocator_state());
       } else {
-        ET_LOG(Error, "TensorRTBackend has no option '%s'; readable: %s, %s, %s, %s", option.key,
-               kCounterProfileSwitches, kCounterExecutions, kCounterLastProfile, kCudaAllocatorState);
+        ET_LOG(Error, "TensorRTBackend has no option '%s'; readable: %s, %s, %s, %s, %s", option.key,
+               kCounterProfileSwitches, kCounterExecutions, kCounterLastProfile, kCounterStateBytes,
+               kCudaAllocatorState);
         return Error::NotFound;
       }
     }

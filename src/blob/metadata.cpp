@@ -33,6 +33,9 @@ Error validate_limits(const Metadata& m, Diagnostic& why) {
   if (m.aliased_io.size() > kMaxAliases)
     return fail(why, Error::InvalidArgument, "TensorRT blob: %s",
                 detail::too_many_entries("aliased_io", m.aliased_io.size(), kMaxAliases).c_str());
+  if (m.delegate_state.size() > kMaxStates)
+    return fail(why, Error::InvalidArgument, "TensorRT blob: %s",
+                detail::too_many_entries("delegate_state", m.delegate_state.size(), kMaxStates).c_str());
   if (!m.profile_signature) return Error::Ok;
   const ProfileSignature& sig = *m.profile_signature;
   if (sig.inputs.size() > kMaxIoBindings)
@@ -80,18 +83,29 @@ Error validate_strings(const Metadata& m, Diagnostic& why) {
   if (const Error e = check(m.serialized_metadata, [] { return std::string("serialized_metadata"); }); e != Error::Ok)
     return e;
   if (const Error e = check(m.target_platform, [] { return std::string("target_platform"); }); e != Error::Ok) return e;
-  if (!m.profile_signature) return Error::Ok;
-  const ProfileSignature& sig = *m.profile_signature;
-  for (size_t i = 0; i < sig.inputs.size(); ++i)
-    if (const Error e = name(sig.inputs[i].name, [&] { return at("profile_signature.", "inputs", i, ".name"); });
-        e != Error::Ok)
+  if (m.profile_signature) {
+    const ProfileSignature& sig = *m.profile_signature;
+    for (size_t i = 0; i < sig.inputs.size(); ++i)
+      if (const Error e = name(sig.inputs[i].name, [&] { return at("profile_signature.", "inputs", i, ".name"); });
+          e != Error::Ok)
+        return e;
+    for (size_t i = 0; i < sig.symbolic_dims.size(); ++i) {
+      const SymbolicDim& d = sig.symbolic_dims[i];
+      if (const Error e = name(d.name, [&] { return at("profile_signature.", "symbolic_dims", i, ".name"); });
+          e != Error::Ok)
+        return e;
+      if (const Error e = name(d.input, [&] { return at("profile_signature.", "symbolic_dims", i, ".input"); });
+          e != Error::Ok)
+        return e;
+    }
+  }
+  for (size_t i = 0; i < m.delegate_state.size(); ++i) {
+    const DelegateState& s = m.delegate_state[i];
+    if (const Error e = name(s.name, [&] { return at("", "delegate_state", i, ".name"); }); e != Error::Ok) return e;
+    if (const Error e = name(s.input, [&] { return at("", "delegate_state", i, ".input"); }); e != Error::Ok) return e;
+    if (const Error e = name(s.output, [&] { return at("", "delegate_state", i, ".output"); }); e != Error::Ok)
       return e;
-  for (size_t i = 0; i < sig.symbolic_dims.size(); ++i) {
-    const SymbolicDim& d = sig.symbolic_dims[i];
-    if (const Error e = name(d.name, [&] { return at("profile_signature.", "symbolic_dims", i, ".name"); });
-        e != Error::Ok)
-      return e;
-    if (const Error e = name(d.input, [&] { return at("profile_signature.", "symbolic_dims", i, ".input"); });
+    if (const Error e = name(s.initial_value, [&] { return at("", "delegate_state", i, ".initial_value"); });
         e != Error::Ok)
       return e;
   }
@@ -154,6 +168,45 @@ Error validate_aliases(const Metadata& m, const BindingIndex& index, Diagnostic&
           "TensorRT blob: aliased_io[%zu] and aliased_io[%zu] both alias output %s; an output aliases one input "
           "at most, re-export the model",
           it->second, i, quoted(a.output).c_str());
+  }
+  return Error::Ok;
+}
+
+// Each state names an input and an output binding that no other state uses, under a name no other state has: the
+// delegate binds both to storage it owns, so the call passes neither.
+Error validate_states(const Metadata& m, const BindingIndex& index, Diagnostic& why) {
+  std::unordered_map<std::string_view, size_t> names, inputs, outputs;
+  for (size_t i = 0; i < m.delegate_state.size(); ++i) {
+    const DelegateState& s = m.delegate_state[i];
+    if (s.name.empty())
+      return fail(why, Error::InvalidArgument,
+                  "TensorRT blob: delegate_state[%zu].name is empty; a state needs a name (the mutable buffer's) for "
+                  "delegates to share it by, re-export the model",
+                  i);
+    const IoBinding* in = find_binding(index, s.input);
+    if (in == nullptr || !in->is_input)
+      return fail(why, Error::InvalidArgument,
+                  "TensorRT blob: delegate_state[%zu] %s: input %s is not an input in io_bindings; re-export the model",
+                  i, quoted(s.name).c_str(), quoted(s.input).c_str());
+    const IoBinding* out = find_binding(index, s.output);
+    if (out == nullptr || out->is_input)
+      return fail(why, Error::InvalidArgument,
+                  "TensorRT blob: delegate_state[%zu] %s: output %s is not an output in io_bindings; re-export the "
+                  "model",
+                  i, quoted(s.name).c_str(), quoted(s.output).c_str());
+    const struct {
+      std::unordered_map<std::string_view, size_t>& seen;
+      const std::string& value;
+      const char* what;
+    } unique[] = {{names, s.name, "name"}, {inputs, s.input, "input"}, {outputs, s.output, "output"}};
+    for (const auto& u : unique) {
+      const auto [it, fresh] = u.seen.emplace(u.value, i);
+      if (!fresh)
+        return fail(why, Error::InvalidArgument,
+                    "TensorRT blob: delegate_state[%zu] and delegate_state[%zu] have the same %s %s; each state has "
+                    "its own name, input and output, re-export the model",
+                    it->second, i, u.what, quoted(u.value).c_str());
+    }
   }
   return Error::Ok;
 }
@@ -321,11 +374,14 @@ bool operator==(const SymbolicDim& a, const SymbolicDim& b) {
 bool operator==(const ProfileSignature& a, const ProfileSignature& b) {
   return a.num_profiles == b.num_profiles && a.inputs == b.inputs && a.symbolic_dims == b.symbolic_dims;
 }
+bool operator==(const DelegateState& a, const DelegateState& b) {
+  return a.name == b.name && a.input == b.input && a.output == b.output && a.initial_value == b.initial_value;
+}
 bool operator==(const Metadata& a, const Metadata& b) {
   return a.io_bindings == b.io_bindings && a.aliased_io == b.aliased_io &&
          a.hardware_compatible == b.hardware_compatible && a.device_id == b.device_id &&
          a.serialized_metadata == b.serialized_metadata && a.target_platform == b.target_platform &&
-         a.profile_signature == b.profile_signature;
+         a.profile_signature == b.profile_signature && a.delegate_state == b.delegate_state;
 }
 
 Error validate_metadata(const Metadata& metadata, Diagnostic& why) {
@@ -335,8 +391,9 @@ Error validate_metadata(const Metadata& metadata, Diagnostic& why) {
   if (const Error e = validate_strings(metadata, why); e != Error::Ok) return e;
   if (const Error e = validate_bindings(metadata, &bindings, why); e != Error::Ok) return e;
   if (const Error e = validate_aliases(metadata, bindings, why); e != Error::Ok) return e;
-  if (metadata.profile_signature) return validate_signature(metadata, bindings, why);
-  return Error::Ok;
+  if (metadata.profile_signature)
+    if (const Error e = validate_signature(metadata, bindings, why); e != Error::Ok) return e;
+  return validate_states(metadata, bindings, why);
 }
 
 }  // namespace etrt::blob

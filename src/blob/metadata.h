@@ -22,12 +22,14 @@ namespace etrt::blob {
 // numbers, and python/etrt/blob.py mirrors them.
 inline constexpr size_t kMaxIoBindings = 16384;                 // io_bindings entries, and profile_signature.inputs
 inline constexpr size_t kMaxAliases = 16384;                    // aliased_io entries
+inline constexpr size_t kMaxStates = 16384;                     // delegate_state entries
 inline constexpr int32_t kMaxProfiles = 256;                    // profile_signature.num_profiles
 inline constexpr size_t kMaxSymbolicDims = 8 * kMaxIoBindings;  // one per (input, dim) at most
 // Signature inputs x profiles, and symbolic dims x profiles: the size of the bounds and ranges tables.
 inline constexpr size_t kMaxProfileEntries = 65536;
 // Bytes of a name-like string: binding names and dtypes, alias output/input/kind, signature input names, symbolic
-// dim names and inputs. (serialized_metadata and target_platform are opaque upstream data: only the metadata size
+// dim names and inputs, state names, inputs, outputs and initial-value keys.
+// (serialized_metadata and target_platform are opaque upstream data: only the metadata size
 // bounds them.)
 inline constexpr size_t kMaxNameLength = 4096;
 
@@ -82,6 +84,18 @@ struct ProfileSignature {
   std::vector<SymbolicDim> symbolic_dims;
 };
 
+// A tensor the delegate owns across calls (docs/design.md, decision 18): engine input `input` reads it, engine
+// output `output` is its new value -- written in place when the output is aliased to the input (aliased_io or the
+// engine's own alias), else copied back into it after each execution. ExecuTorch passes neither: the call's
+// arguments are the other inputs and outputs. Written when a partitioner hands a mutable buffer to the delegate
+// (ExecuTorch's tag_mutated_buffer).
+struct DelegateState {
+  std::string name;           // the state's identity (the buffer's FQN): delegates of one program share it by name
+  std::string input;          // an input binding
+  std::string output;         // an output binding
+  std::string initial_value;  // a key of the program's NamedDataMap holding the initial bytes; "" = zeros
+};
+
 struct Metadata {
   std::vector<IoBinding> io_bindings;  // may interleave inputs and outputs; empty: the engine's own IO
   std::vector<AliasedIo> aliased_io;   // non-empty makes the writer emit TR02
@@ -90,6 +104,7 @@ struct Metadata {
   std::string serialized_metadata;
   std::string target_platform;
   std::optional<ProfileSignature> profile_signature;  // omitted from the JSON when absent
+  std::vector<DelegateState> delegate_state;          // omitted from the JSON when empty; appended last
 
   size_t num_inputs() const;
   size_t num_outputs() const;
@@ -101,6 +116,7 @@ bool operator==(const ProfileBounds& a, const ProfileBounds& b);
 bool operator==(const SignatureInput& a, const SignatureInput& b);
 bool operator==(const SymbolicDim& a, const SymbolicDim& b);
 bool operator==(const ProfileSignature& a, const ProfileSignature& b);
+bool operator==(const DelegateState& a, const DelegateState& b);
 bool operator==(const Metadata& a, const Metadata& b);
 inline bool operator!=(const Metadata& a, const Metadata& b) { return !(a == b); }
 
@@ -109,7 +125,8 @@ inline bool operator!=(const Metadata& a, const Metadata& b) { return !(a == b);
 // without NUL (TensorRT names are C strings) and unique (inputs and outputs
 // may interleave); aliases naming an output and an input, each output at most
 // once, with a non-empty kind (any: the backend checks it); a well-formed profile
-// signature. Linear in the size of the metadata. Names quoted in messages have
+// signature; delegate_state entries with a non-empty name unique in the blob, naming an input and an output binding,
+// each used by one state at most. Linear in the size of the metadata. Names quoted in messages have
 // control characters escaped (\x00). On failure returns InvalidArgument with a message starting
 // "TensorRT blob: " in `why`. parse_blob runs it on every blob and
 // write_blob refuses metadata that fails it, so what one writes the other reads.

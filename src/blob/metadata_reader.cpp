@@ -269,6 +269,14 @@ class Decoder {
                     &Decoder::read_array<SymbolicDim, &Decoder::read_symbolic_dim, kMaxSymbolicDims>);
   }
 
+  bool read_state(const Json& v, const Path& path, DelegateState* out) {
+    if (!v.is_object()) return wrong_type(path, "an object", v);
+    return required(v, "name", path, &out->name, &Decoder::read_string) &&
+           required(v, "input", path, &out->input, &Decoder::read_string) &&
+           required(v, "output", path, &out->output, &Decoder::read_string) &&
+           optional(v, "initial_value", path, &out->initial_value, &Decoder::read_string);
+  }
+
   // Refuses more than `Limit` entries before building any.
   template <typename T, bool (Decoder::*ReadElement)(const Json&, const Path&, T*),
             size_t Limit = static_cast<size_t>(-1)>
@@ -294,7 +302,9 @@ class Decoder {
            optional(doc, "device_id", root, &out->device_id, &Decoder::read_int64) &&
            optional(doc, "serialized_metadata", root, &out->serialized_metadata, &Decoder::read_string) &&
            optional(doc, "target_platform", root, &out->target_platform, &Decoder::read_string) &&
-           optional(doc, "profile_signature", root, &out->profile_signature, &Decoder::read_signature);
+           optional(doc, "profile_signature", root, &out->profile_signature, &Decoder::read_signature) &&
+           optional(doc, "delegate_state", root, &out->delegate_state,
+                    &Decoder::read_array<DelegateState, &Decoder::read_state, kMaxStates>);
   }
 
  private:
@@ -342,8 +352,9 @@ Error decode_metadata(const char* json, size_t size, std::optional<uint64_t> off
   if (nests_deeper_than(json, size, kMaxJsonDepth))
     return fail(why, Error::InvalidArgument, "TensorRT blob: %s nests deeper than %zu levels; re-export the model",
                 where.c_str(), kMaxJsonDepth);
-  // The two arrays whose length is the blob's to choose, counted in the text before the parser builds anything.
-  static const ArrayLimit kArrayLimits[] = {{"io_bindings", kMaxIoBindings}, {"aliased_io", kMaxAliases}};
+  // The arrays whose length is the blob's to choose, counted in the text before the parser builds anything.
+  static const ArrayLimit kArrayLimits[] = {
+      {"io_bindings", kMaxIoBindings}, {"aliased_io", kMaxAliases}, {"delegate_state", kMaxStates}};
   if (const ArrayLimit* over = find_oversized_array(json, size, kArrayLimits, std::size(kArrayLimits)))
     return fail(why, Error::InvalidArgument,
                 "TensorRT blob: metadata field '%s' has more than %zu entries; re-export the model", over->key,

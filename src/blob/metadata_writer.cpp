@@ -138,6 +138,19 @@ std::string metadata_to_json(const Metadata& metadata) {
     // a signature is byte-identical to what Torch-TensorRT writes.
     if (metadata.profile_signature)
       o.field("profile_signature", [&](JsonWriter& s) { write_signature(s, *metadata.profile_signature); });
+    // Last of all, and only when there is delegate-owned state: readers that find scalar keys by searching the text
+    // after the arrays (upstream's first C++ reader) find the real ones first.
+    if (!metadata.delegate_state.empty())
+      o.field("delegate_state", [&](JsonWriter& a) {
+        a.array(metadata.delegate_state, [](JsonWriter& e, const DelegateState& s) {
+          e.object([&](JsonWriter& m) {
+            m.field("name", text(s.name));
+            m.field("input", text(s.input));
+            m.field("output", text(s.output));
+            m.field("initial_value", text(s.initial_value));
+          });
+        });
+      });
   });
   return out;
 }

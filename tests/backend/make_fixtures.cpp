@@ -356,6 +356,87 @@ bool weights_spec(const std::string& name, const std::string& blob, json compile
 
 json spec_entry(const char* key, const char* value) { return {{"key", key}, {"value", value}}; }
 
+// Delegate-owned state (the blob's delegate_state; ExecuTorch passes neither the state nor its new value). state_kv:
+// x [1, 1..4, 2] and pos [1] update rows pos.. of the delegate's cache [1, 8, 2] in place; view is a copy of the
+// updated cache, so a test sees what the cache holds.
+std::vector<uint8_t> state_kv_engine(const std::string& label) {
+  Builder b(label);
+  b.add_input("x", DataType::kFloat32, make_shape({1, -1, 2}))
+      .add_input("pos", DataType::kInt64, make_shape({1}))
+      .add_input("cache", DataType::kFloat32, make_shape({1, 8, 2}))
+      .add_output("cache_out", DataType::kFloat32, make_shape({1, 8, 2}))
+      .add_output("view", DataType::kFloat32, make_shape({1, 8, 2}))
+      .kv_cache_update("cache", "x", "pos", "cache_out")
+      .identity("cache_out", "view")
+      .set_memory_kind(g_kind)
+      .set_tracing(true);
+  b.set_profile_shape(b.add_profile(), "x", make_shape({1, 1, 2}), make_shape({1, 2, 2}), make_shape({1, 4, 2}));
+  return built(b, label);
+}
+
+// The state_kv call: x, pos, view -- neither cache nor cache_out.
+json state_kv_method(const std::string& name, const std::string& blob) {
+  json m = etrt::pte_spec::program(
+      {tensor("x", "float32", {1, 4, 2}, true), tensor("pos", "int64", {1}, false),
+       tensor("view", "float32", {1, 8, 2}, false)},
+      {"x", "pos"}, {"view"}, {trt_call(blob, {"x", "pos", "view"})});
+  m["name"] = name;
+  return m;
+}
+
+bool write_methods(const std::string& name, const std::vector<json>& methods) {
+  g_written.push_back(name);
+  std::string error;
+  if (!etrt::refkit::write_text(g_dir + "/" + name + ".json", json{{"methods", json(methods)}}.dump(2), &error)) {
+    std::fprintf(stderr, "make_fixtures: %s\n", error.c_str());
+    return false;
+  }
+  return true;
+}
+
+bool state_fixtures() {
+  using etrt::blob::DelegateState;
+  bool ok = true;
+  const etrt::blob::AliasedIo kv{"cache_out", "cache", "kv_cache_update"};
+  const auto with_state = [&](std::vector<DelegateState> states) {
+    return [kv, states](etrt::blob::Metadata& m) {
+      m.aliased_io = {kv};
+      m.delegate_state = states;
+    };
+  };
+  ok &= write_blob("state_kv", state_kv_engine("state_kv"), true, with_state({{"cache", "cache", "cache_out", ""}})) &&
+        write_methods("state_kv", {state_kv_method("forward", "state_kv")});
+  // Prefill and decode: two methods over one cache, shared by name.
+  ok &= write_methods("state_two_methods",
+                      {state_kv_method("prefill", "state_kv"), state_kv_method("decode", "state_kv")});
+  // Refused at load: an initial value the program has no named data for; a state whose input is dynamic.
+  ok &= write_blob("state_missing_initial", state_kv_engine("state_missing_initial"), true,
+                   with_state({{"cache", "cache", "cache_out", "etrt_state/cache"}})) &&
+        write_methods("state_missing_initial", {state_kv_method("forward", "state_missing_initial")});
+  ok &= write_blob("state_dynamic", state_kv_engine("state_dynamic"), true,
+                   [&](etrt::blob::Metadata& m) { m.delegate_state = {{"x", "x", "view", ""}}; }) &&
+        write_spec("state_dynamic",
+                   {tensor("pos", "int64", {1}, false), tensor("cache", "float32", {1, 8, 2}, false),
+                    tensor("cache_out", "float32", {1, 8, 2}, false)},
+                   {"pos", "cache"}, {"cache_out"}, {trt_call("state_dynamic", {"pos", "cache", "cache_out"})});
+  // state_acc: acc_out = acc + x, written back into the delegate's acc (not in place); y = 2 acc_out.
+  {
+    Builder b("state_acc");
+    b.add_input("x", DataType::kFloat32, make_shape({1, 2}))
+        .add_input("acc", DataType::kFloat32, make_shape({1, 2}))
+        .add_output("acc_out", DataType::kFloat32, make_shape({1, 2}))
+        .add_output("y", DataType::kFloat32, make_shape({1, 2}))
+        .add("acc", "x", "acc_out")
+        .scale("acc_out", 2.0f, "y")
+        .set_memory_kind(g_kind);
+    ok &= write_blob("state_acc", built(b, "state_acc"), true,
+                     [](etrt::blob::Metadata& m) { m.delegate_state = {{"acc", "acc", "acc_out", ""}}; }) &&
+          write_spec("state_acc", {tensor("x", "float32", {1, 2}, false), tensor("y", "float32", {1, 2}, false)},
+                     {"x"}, {"y"}, {trt_call("state_acc", {"x", "y"})});
+  }
+  return ok;
+}
+
 // In-place aliased IO, weight streaming, 0-d outputs and blobs without io_bindings (tests/backend only).
 bool contract_fixtures() {
   using etrt::blob::AliasedIo;
@@ -597,8 +678,8 @@ int main(int argc, char** argv) {
   }
   g_dir = argv[argc - 1];
   g_kind = cuda ? MemoryKind::kDevice : MemoryKind::kHost;
-  const bool ok =
-      shared_fixtures() && refusal_fixtures() && (cuda ? cuda_fixtures() : adapter_fixtures() && contract_fixtures());
+  const bool ok = shared_fixtures() && refusal_fixtures() &&
+                  (cuda ? cuda_fixtures() : adapter_fixtures() && contract_fixtures() && state_fixtures());
   if (!ok) return 1;
   return written_as_listed(split_names(programs), cuda ? "ETRT_GPU_FIXTURE_NAMES" : "ETRT_FIXTURE_NAMES") ? 0 : 1;
 }

@@ -74,6 +74,9 @@ Metadata metadata_from_description(const Json& d) {
     }
     m.profile_signature = sig;
   }
+  if (d.contains("delegate_state"))
+    for (const Json& s : d.at("delegate_state"))
+      m.delegate_state.push_back({s.at("name"), s.at("input"), s.at("output"), s.at("initial_value")});
   return m;
 }
 

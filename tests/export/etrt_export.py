@@ -7,7 +7,10 @@ an engine of etrt's GPU-free NvInfer implementation that computes the same
 function (``etrt.engine_builder``), with the optimization profiles the
 partitioner asks for, and wraps it in a TR01/TR02 blob (``etrt.blob``) with
 the canonical profile signature (``etrt.signature``) -- what Torch-TensorRT
-does with a TensorRT engine. Edge ops it translates:
+does with a TensorRT engine. The partitioner's ``own_mutable_buffers`` is the
+choice between caches the program keeps (default) and caches the delegate
+owns (``tag_mutated_buffer``; the blob's ``delegate_state``, written by
+``etrt.state.delegate_states``, initial values as named data). Edge ops it translates:
 
     aten.embedding            -> embedding
     aten.mul.Tensor/.Scalar   -> scale          (by a scalar constant)
@@ -40,6 +43,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from etrt import blob
 from etrt.engine_builder import EngineBuilder
 from etrt.signature import Signature
+from etrt.state import delegate_states
 
 BACKEND_ID = "TensorRTBackend"
 #: compile spec the partitioner hands preprocess: {"dim": name, "profiles": [[min, opt, max], ...]}
@@ -213,6 +217,7 @@ class Translation:
     metadata: blob.Metadata
     inputs: List[str] = field(default_factory=list)
     outputs: List[str] = field(default_factory=list)
+    named_data: Dict[str, bytes] = field(default_factory=dict)  # initial values of delegate-owned state
 
 
 def translate(ep: ExportedProgram, label: str, profiles: List[List[int]], dim_name: str,
@@ -326,8 +331,13 @@ def translate(ep: ExportedProgram, label: str, profiles: List[List[int]], dim_na
         val = _meta(r)
         shape, _ = _dims(val, {})
         io.append(blob.IoBinding(output_names[r], _DTYPES[val.dtype], shape, False))
-    metadata = blob.Metadata(io_bindings=io, aliased_io=aliases, profile_signature=signature.to_blob())
-    return Translation(engine, metadata, [n for n, _, _, _ in inputs], [output_names[r] for r in results])
+    # Buffers ExecuTorch moved into the partition (the partitioner's tag_mutated_buffer) are the delegate's own.
+    states, named_data = delegate_states(ep, {n: n for n, _, _, _ in inputs},
+                                         {r.name: output_names[r] for r in results})
+    metadata = blob.Metadata(io_bindings=io, aliased_io=aliases, profile_signature=signature.to_blob(),
+                             delegate_state=states)
+    return Translation(engine, metadata, [n for n, _, _, _ in inputs], [output_names[r] for r in results],
+                       named_data)
 
 
 class TensorRTBackend(BackendDetails):
@@ -346,4 +356,11 @@ class TensorRTBackend(BackendDetails):
         device = next((bytes(s.value).decode() for s in compile_specs if s.key == "target_device"), "")
         t = translate(edge_program, label, options["profiles"], options["dim"], cuda_mode=device.startswith("cuda"))
         TensorRTBackend.translations.append(t)
-        return PreprocessResult(processed_bytes=blob.write_blob(t.metadata, t.engine))
+        store = None
+        if t.named_data:
+            from executorch.exir._serialize._named_data_store import NamedDataStore
+            named = NamedDataStore()
+            for key, value in t.named_data.items():
+                named.add_named_data(key, value)
+            store = named.get_named_data_store_output()
+        return PreprocessResult(processed_bytes=blob.write_blob(t.metadata, t.engine), data_store_output=store)

@@ -88,6 +88,19 @@ class KvCache(torch.nn.Module):
         return new * 1.0, x * 2.0
 
 
+class Accumulator(torch.nn.Module):
+    """A mutable buffer with a non-zero initial value whose new value is an output of its own (not in place)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("acc", torch.arange(4, dtype=torch.float32).reshape(1, 4) + 1.0)
+
+    def forward(self, x):
+        new = self.acc + x
+        self.acc.copy_(new)
+        return new * 2.0
+
+
 @dataclass
 class Case:
     name: str
@@ -116,6 +129,7 @@ CASES: Dict[str, Case] = {c.name: c for c in [
          ({1: Dim("seq", min=1, max=8)}, None), profiles=[[1, 1, 1], [2, 4, 8]]),
     Case("kv_owned", KvCache, (torch.randn(1, 3, 4, generator=_gen(8)), torch.tensor([0])),
          ({1: Dim("seq", min=1, max=8)}, None), profiles=[[1, 1, 1], [2, 4, 8]], own_mutable_buffers=True),
+    Case("acc_owned", Accumulator, (torch.randn(1, 4, generator=_gen(7)),), own_mutable_buffers=True),
     # Exported with seq <= 32: ExecuTorch plans 32 rows, the engine's profile 1 goes to 64.
     Case("bound_too_small", Projection, (_ids(5),), ({1: Dim("seq", min=1, max=32)},),
          profiles=[[1, 4, 8], [1, 16, 64]]),

@@ -201,23 +201,60 @@ def test_a_mutable_buffer_updated_in_place_by_the_delegate(rt, exported, runner,
     _check_kv_runs(rt, e, runner, tmp_path)
 
 
-def test_a_mutable_buffer_the_delegate_owns_is_refused_with_the_reason(rt, exported):
-    # ExecuTorch 1.5.1 lowers a buffer the delegate owns (tag_mutated_buffer) into the delegate entirely: the call
-    # passes neither the buffer nor its new value, so the engine's cache input has no tensor. The runtime has no
-    # delegate-owned storage for it and refuses, as `etrt validate` predicts.
-    e = exported("kv_owned")
-    p = harness.etrt_cli("validate", e.path)
-    assert p.returncode == 1 and "the call passes 4 tensor(s)" in p.stdout, p.stdout
-    method = load_method(e.path)
-    with pytest.raises(rt.ExecutionError) as info:
-        rt.execute(method, _kv_steps()[0]["inputs"])
-    assert "the call passes 4 tensors, but the engine has 3 inputs and 3 outputs" in info.value.etrt_message
-
-
-@pytest.mark.xfail(strict=True, reason="the runtime has no delegate-owned storage for a buffer ExecuTorch moves into "
-                                       "the delegate (docs/python.md)")
 def test_a_mutable_buffer_the_delegate_owns_runs_like_eager(rt, exported, runner, tmp_path):
-    _check_kv_runs(rt, exported("kv_owned"), runner, tmp_path)
+    # ExecuTorch 1.5.1 lowers a buffer the delegate owns (tag_mutated_buffer) into the delegate entirely: the call
+    # passes neither the buffer nor its new value. The blob's delegate_state names the engine's cache input and output,
+    # and the delegate keeps the cache in storage of its own, across calls.
+    e = exported("kv_owned")
+    report = json.loads(harness.etrt_cli("inspect", "--json", e.path).stdout)
+    delegate = report["methods"][0]["delegates"][0]
+    [state] = delegate["delegate_state"]
+    assert state["name"] == "cache" and state["in_place"] and state["bytes"] == 16 * 4 * 4
+    assert state["initial_value"] == ""  # zeros: no named data needed
+    p = harness.etrt_cli("validate", e.path)
+    assert p.returncode == 0 and "OK" in p.stdout, p.stdout
+    _check_kv_runs(rt, e, runner, tmp_path)
+
+
+def test_a_delegate_owned_cache_matches_the_program_owned_one_step_by_step_and_starts_again_after_a_reset(rt, exported):
+    owned, around = load_method(exported("kv_owned").path), load_method(exported("kv_around").path)
+    before = rt.counters()["state_bytes"]
+    steps = _kv_steps()
+    first = run_py(rt, owned, steps)
+    assert rt.counters()["state_bytes"] >= 16 * 4 * 4
+    assert before >= 16 * 4 * 4  # loading the method allocated it already
+    program_owned = run_py(rt, around, steps)
+    for a, b in zip(first, program_owned):
+        assert a["ok"] and b["ok"], (a["error"], b["error"])
+        assert_close(a["outputs"], b["outputs"])
+    # Without a reset the cache keeps the first run's rows: the same steps give other outputs.
+    again = run_py(rt, owned, steps[:1])
+    assert not torch.equal(again[0]["outputs"][0], first[0]["outputs"][0])
+    assert rt.reset_state("cache") >= 1
+    fresh = exported("kv_owned").eager()
+    for r, s in zip(run_py(rt, owned, steps), steps):
+        assert r["ok"], r["error"]
+        assert_close(r["outputs"], eager(fresh, *s["inputs"]))
+    assert rt.reset_state("no such state") == 0
+
+
+def test_a_state_written_back_starts_from_its_exported_value(rt, exported, runner, tmp_path):
+    # An accumulator whose new value is an engine output of its own (not in place): the delegate copies it into the
+    # state after each call. Its initial value is not zeros, so it travels as named data.
+    e = exported("acc_owned")
+    [state] = json.loads(harness.etrt_cli("inspect", "--json", e.path).stdout)["methods"][0]["delegates"][0][
+        "delegate_state"]
+    assert state["name"] == "acc" and not state["in_place"] and state["initial_value"] == "etrt_state/acc"
+    xs = [torch.randn(1, 4, generator=torch.Generator().manual_seed(i)) for i in range(3)]
+    model = e.eager()
+    want = [eager(model, x) for x in xs]
+    steps = [{"inputs": [x]} for x in xs]
+    py = run_py(rt, load_method(e.path), steps)
+    cpp = run_cpp(runner, e.path, steps, tmp_path)["steps"]
+    for results in (py, cpp):
+        for r, w in zip(results, want):
+            assert r["ok"], r["error"]
+            assert_close(r["outputs"], w)
 
 
 # ---------------------------------------------------------------------------
@@ -243,7 +280,8 @@ def test_an_exported_bound_below_the_engines_profile_fails_validation(rt, export
 # The same files through etrt inspect / validate
 
 
-@pytest.mark.parametrize("name", ["static", "projection", "sandwich", "buffer_around", "kv_around"])
+@pytest.mark.parametrize("name", ["static", "projection", "sandwich", "buffer_around", "kv_around", "kv_owned",
+                                  "acc_owned"])
 def test_etrt_inspect_and_validate_read_the_exported_files(exported, name):
     e = exported(name)
     p = harness.etrt_cli("validate", e.path)

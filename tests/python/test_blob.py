@@ -16,6 +16,7 @@ from etrt import blob
 from etrt.blob import (
     AliasedIo,
     BlobError,
+    DelegateState,
     IoBinding,
     Metadata,
     ProfileBounds,
@@ -55,6 +56,8 @@ def _metadata_from_description(d) -> Metadata:
                 for s in sig["symbolic_dims"]
             ],
         ),
+        delegate_state=[DelegateState(s["name"], s["input"], s["output"], s["initial_value"])
+                        for s in d.get("delegate_state", [])],
     )
 
 

@@ -14,6 +14,7 @@ Modules:
 * :mod:`etrt.analysis.delegates` -- :class:`DelegateInfo` and where a delegate sits;
 * :mod:`etrt.analysis.program` -- loading a program, decoding its delegates;
 * :mod:`etrt.analysis.aliases` -- :func:`describe_aliases`;
+* :mod:`etrt.analysis.states` -- :func:`describe_states`;
 * :mod:`etrt.analysis.placement` -- :func:`program_placement`: device-placed tensors, buffers and copies;
 * :mod:`etrt.analysis.text` -- :func:`printable`, :func:`parse_byte_count`.
 """
@@ -21,6 +22,7 @@ Modules:
 from .aliases import AliasView, describe_aliases
 from .delegates import BACKEND_ID, DelegateCall, DelegateInfo, DelegateRef, TensorArg
 from .placement import COPY_OPS, MethodPlacement, device_of, program_placement
+from .states import describe_states
 from .program import analyze_pte, decode_blob, load_program, lowered_modules, tensor_args
 from .text import MAX_BYTE_COUNT, WEIGHT_STREAMING_BUDGET, parse_byte_count, printable
 

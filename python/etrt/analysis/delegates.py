@@ -169,21 +169,31 @@ class DelegateInfo:
 
     def match_args(self, args: Sequence[TensorArg]) -> Optional[List[Tuple[_blob.IoBinding, Optional[TensorArg]]]]:
         """Pairs each argument binding with the tensor a call passes for it, as
-        the runtime does: a call passes a tensor for every binding, or for every
-        binding but the aliased outputs (ExecuTorch leaves those out when the
+        the runtime does: a call passes a tensor for every binding but the
+        delegate's own state (which pairs with None), or also leaves out the aliased outputs (ExecuTorch leaves those out when the
         delegate owns the buffer; they pair with None). None when the count
         fits neither, or the bindings are unknown."""
         bindings = self.arguments()
         if bindings is None:
             return None
-        if len(args) == len(bindings):
-            return list(zip(bindings, args))
-        aliased = set(self.aliased_outputs())
-        kept = [b for b in bindings if b.is_input or b.name not in aliased]
+        # The delegate's own state (delegate_state) is never passed.
+        owned = self.state_bindings()
+        passed = [b for b in bindings if b.name not in owned]
+        if len(args) == len(passed):
+            it = iter(args)
+            return [(b, None if b.name in owned else next(it)) for b in bindings]
+        aliased = set(self.aliased_outputs()) - owned
+        kept = [b for b in passed if b.is_input or b.name not in aliased]
         if not aliased or len(args) != len(kept):
             return None
         it = iter(args)
-        return [(b, None if not b.is_input and b.name in aliased else next(it)) for b in bindings]
+        return [(b, None if b.name in owned or (not b.is_input and b.name in aliased) else next(it)) for b in bindings]
+
+    def state_bindings(self) -> set:
+        """The names of the bindings the blob's ``delegate_state`` gives the delegate (inputs and outputs)."""
+        if self.metadata is None:
+            return set()
+        return {s.input for s in self.metadata.delegate_state} | {s.output for s in self.metadata.delegate_state}
 
     def bound_value(self, binding_name: str) -> Optional[TensorArg]:
         """The program tensor passed for binding ``binding_name`` (first call)."""

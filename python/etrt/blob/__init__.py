@@ -10,7 +10,8 @@ Layout (little-endian), Torch-TensorRT's, so the files it exports load unchanged
     24  reserved[8]         01 00 00 00 00 00 00 00 (ignored on read)
     32  compact JSON metadata, zero padding, then the serialized engine
 
-etrt appends one optional metadata key, ``profile_signature``. This module and
+etrt appends two optional metadata keys, ``profile_signature`` and (last)
+``delegate_state``. This module and
 the C++ reader/writer in ``src/blob/`` write the same bytes for the same
 metadata and refuse the same blobs; ``tests/vectors/blob/`` pins both.
 Pure Python: no PyTorch, no numpy, so it runs wherever an exporter does.
@@ -29,7 +30,7 @@ Modules:
 """
 
 from .format import (ALIAS_KIND_KV_CACHE_UPDATE, ALIAS_KIND_USER, ALIAS_KINDS, ENGINE_ALIGNMENT, HEADER_SIZE,
-                     MAGIC_TR01, MAGIC_TR02, AliasedIo, BlobError, IoBinding, Metadata, ProfileBounds, ProfileSignature,
+                     MAGIC_TR01, MAGIC_TR02, AliasedIo, BlobError, DelegateState, IoBinding, Metadata, ProfileBounds, ProfileSignature,
                      SignatureInput, SymbolicDim)
 from .json_text import metadata_from_json
 from .reader import parse_blob
@@ -37,7 +38,7 @@ from .writer import metadata_to_json, validate_metadata, write_blob
 
 # Reachable here as before the split: the other constants, and what tests and test-vector generators use.
 from .decoder import _Decoder  # noqa: F401
-from .format import (HEADER_FORMAT, MAX_ALIASES, MAX_IO_BINDINGS, MAX_METADATA_SIZE, MAX_NAME_LENGTH,  # noqa: F401
+from .format import (HEADER_FORMAT, MAX_ALIASES, MAX_IO_BINDINGS, MAX_STATES, MAX_METADATA_SIZE, MAX_NAME_LENGTH,  # noqa: F401
                      MAX_PROFILE_ENTRIES, MAX_PROFILES, MAX_SIGNATURE_RANK, MAX_SYMBOLIC_DIMS, RESERVED, escape_name)
 from .json_text import _ARRAY_LIMITS, MAX_JSON_DEPTH, _scan_structure  # noqa: F401
 
@@ -47,6 +48,7 @@ __all__ = [
     "ALIAS_KIND_USER",
     "AliasedIo",
     "BlobError",
+    "DelegateState",
     "ENGINE_ALIGNMENT",
     "HEADER_SIZE",
     "IoBinding",

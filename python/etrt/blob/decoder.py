@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from .format import (ALIAS_KIND_KV_CACHE_UPDATE, MAX_ALIASES, MAX_IO_BINDINGS, MAX_PROFILE_ENTRIES, MAX_PROFILES,
-                     MAX_SYMBOLIC_DIMS, _INT32, _INT64, AliasedIo, BlobError, IoBinding, Metadata, ProfileBounds,
+                     MAX_STATES, MAX_SYMBOLIC_DIMS, _INT32, _INT64, AliasedIo, BlobError, DelegateState, IoBinding,
+                     Metadata, ProfileBounds,
                      ProfileSignature, SignatureInput, SymbolicDim, _fail, _too_many_entries,
                      _too_many_profile_entries)
 from .semantics import _validate_semantics
@@ -177,6 +178,15 @@ class _Decoder:
             symbolic_dims=self.get(o, "symbolic_dims", p, self.array(self.symbolic_dim, MAX_SYMBOLIC_DIMS), list),
         )
 
+    def state(self, v: Any, path: str) -> DelegateState:
+        o, p = self.obj(v, path), path + "."
+        return DelegateState(
+            name=self.get(o, "name", p, self.string),
+            input=self.get(o, "input", p, self.string),
+            output=self.get(o, "output", p, self.string),
+            initial_value=self.get(o, "initial_value", p, self.string, ""),
+        )
+
     def metadata(self, doc: Any) -> Metadata:
         # Keys in the order the writer emits them, so the first problem
         # reported is the first in the text. Unknown keys are ignored.
@@ -190,6 +200,7 @@ class _Decoder:
             serialized_metadata=self.get(doc, "serialized_metadata", "", self.string, ""),
             target_platform=self.get(doc, "target_platform", "", self.string, ""),
             profile_signature=self.get(doc, "profile_signature", "", self.signature, None),
+            delegate_state=self.get(doc, "delegate_state", "", self.array(self.state, MAX_STATES), list),
         )
         _validate_semantics(m)
         return m

@@ -30,10 +30,11 @@ MAX_SIGNATURE_RANK = 8
 MAX_METADATA_SIZE = 16 * 2**20
 MAX_IO_BINDINGS = 16384  # io_bindings entries, and profile_signature.inputs
 MAX_ALIASES = 16384
+MAX_STATES = 16384  # delegate_state entries
 MAX_PROFILES = 256  # profile_signature.num_profiles
 MAX_SYMBOLIC_DIMS = 8 * MAX_IO_BINDINGS
 MAX_PROFILE_ENTRIES = 65536  # signature inputs x profiles, symbolic dims x profiles
-MAX_NAME_LENGTH = 4096  # bytes of a binding name or dtype, alias output/input/kind, signature names
+MAX_NAME_LENGTH = 4096  # bytes of a binding name or dtype, alias output/input/kind, signature names, state strings
 
 _INT64 = (-(2**63), 2**63 - 1)
 _INT32 = (-(2**31), 2**31 - 1)
@@ -89,6 +90,18 @@ class ProfileSignature:
 
 
 @dataclass
+class DelegateState:
+    """A tensor the delegate owns across calls (``tag_mutated_buffer``): engine input ``input`` reads it, engine output
+    ``output`` is its new value (in place when aliased to the input, else copied back after each execution). The call
+    passes neither. ``name`` is its identity (the buffer's FQN): delegates of one program share a state by name.
+    ``initial_value``: a key of the program's named data holding its initial bytes; "" means zeros."""
+    name: str
+    input: str
+    output: str
+    initial_value: str = ""
+
+
+@dataclass
 class Metadata:
     # The engine's IO tensors; inputs and outputs may interleave (see arguments()).
     # Empty: the runtime takes the engine's own IO tensors.
@@ -99,6 +112,8 @@ class Metadata:
     serialized_metadata: str = ""
     target_platform: str = ""
     profile_signature: Optional[ProfileSignature] = None
+    # etrt's second addition, appended last and only when non-empty.
+    delegate_state: List[DelegateState] = field(default_factory=list)
 
     @property
     def num_inputs(self) -> int:

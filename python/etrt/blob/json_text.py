@@ -10,7 +10,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from .decoder import _Decoder
-from .format import MAX_ALIASES, MAX_IO_BINDINGS, MAX_METADATA_SIZE, _INT64, _U64_MAX, Metadata, _fail
+from .format import MAX_ALIASES, MAX_IO_BINDINGS, MAX_METADATA_SIZE, MAX_STATES, _INT64, _U64_MAX, Metadata, _fail
 
 # Far above the schema's 7 levels, far below what Python's recursive json
 # module can take; src/blob/json_text.cpp enforces the same limit.
@@ -19,7 +19,7 @@ MAX_JSON_DEPTH = 64
 
 # The two arrays whose length is the blob's to choose: counted in the text
 # before json.loads builds anything (src/blob/json_text.cpp find_oversized_array).
-_ARRAY_LIMITS = {"io_bindings": MAX_IO_BINDINGS, "aliased_io": MAX_ALIASES}
+_ARRAY_LIMITS = {"io_bindings": MAX_IO_BINDINGS, "aliased_io": MAX_ALIASES, "delegate_state": MAX_STATES}
 # Whole strings (escapes consumed in pairs, so a token ending in '"' is closed) and structural characters.
 _STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{},:]', re.DOTALL)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Dict, Tuple
 
 from .format import (ALIAS_KIND_KV_CACHE_UPDATE, ALIAS_KIND_USER, MAX_ALIASES, MAX_IO_BINDINGS, MAX_NAME_LENGTH,
-                     MAX_PROFILE_ENTRIES, MAX_PROFILES, MAX_SIGNATURE_RANK, MAX_SYMBOLIC_DIMS, IoBinding, Metadata,
+                     MAX_PROFILE_ENTRIES, MAX_PROFILES, MAX_SIGNATURE_RANK, MAX_STATES, MAX_SYMBOLIC_DIMS, IoBinding, Metadata,
                      ProfileSignature, SignatureInput, _fail, _quoted, _too_many_entries, _too_many_profile_entries)
 
 
@@ -16,6 +16,8 @@ def _validate_limits(m: Metadata) -> None:
         raise _too_many_entries("io_bindings", len(m.io_bindings), MAX_IO_BINDINGS)
     if len(m.aliased_io) > MAX_ALIASES:
         raise _too_many_entries("aliased_io", len(m.aliased_io), MAX_ALIASES)
+    if len(m.delegate_state) > MAX_STATES:
+        raise _too_many_entries("delegate_state", len(m.delegate_state), MAX_STATES)
     sig = m.profile_signature
     if sig is None:
         return
@@ -40,13 +42,15 @@ def _validate_name_lengths(m: Metadata) -> None:
         check(a.input, f"aliased_io[{i}].input")
         check(a.kind, f"aliased_io[{i}].kind")
     sig = m.profile_signature
-    if sig is None:
-        return
-    for i, inp in enumerate(sig.inputs):
-        check(inp.name, f"profile_signature.inputs[{i}].name")
-    for i, s in enumerate(sig.symbolic_dims):
-        check(s.name, f"profile_signature.symbolic_dims[{i}].name")
-        check(s.input, f"profile_signature.symbolic_dims[{i}].input")
+    if sig is not None:
+        for i, inp in enumerate(sig.inputs):
+            check(inp.name, f"profile_signature.inputs[{i}].name")
+        for i, s in enumerate(sig.symbolic_dims):
+            check(s.name, f"profile_signature.symbolic_dims[{i}].name")
+            check(s.input, f"profile_signature.symbolic_dims[{i}].input")
+    for i, st in enumerate(m.delegate_state):
+        for key in ("name", "input", "output", "initial_value"):
+            check(getattr(st, key), f"delegate_state[{i}].{key}")
 
 
 def _validate_bindings(m: Metadata) -> Dict[str, IoBinding]:
@@ -195,6 +199,29 @@ def _validate_signature(m: Metadata, by_name: Dict[str, IoBinding]) -> None:
         _validate_symbolic_dim(m, by_name, described, dims, i)
 
 
+def _validate_states(m: Metadata, by_name: Dict[str, IoBinding]) -> None:
+    """Each state names an input and an output binding no other state uses, under a name no other state has."""
+    seen: Dict[str, Dict[str, int]] = {"name": {}, "input": {}, "output": {}}
+    for i, s in enumerate(m.delegate_state):
+        if not s.name:
+            raise _fail(f"delegate_state[{i}].name is empty; a state needs a name (the mutable buffer's) for delegates "
+                        "to share it by, re-export the model")
+        b = by_name.get(s.input)
+        if b is None or not b.is_input:
+            raise _fail(f"delegate_state[{i}] {_quoted(s.name)}: input {_quoted(s.input)} is not an input in "
+                        "io_bindings; re-export the model")
+        b = by_name.get(s.output)
+        if b is None or b.is_input:
+            raise _fail(f"delegate_state[{i}] {_quoted(s.name)}: output {_quoted(s.output)} is not an output in "
+                        "io_bindings; re-export the model")
+        for what in ("name", "input", "output"):
+            value = getattr(s, what)
+            if value in seen[what]:
+                raise _fail(f"delegate_state[{seen[what][value]}] and delegate_state[{i}] have the same {what} "
+                            f"{_quoted(value)}; each state has its own name, input and output, re-export the model")
+            seen[what][value] = i
+
+
 def _validate_semantics(m: Metadata) -> None:
     """validate_metadata's rules in src/blob/metadata.cpp's order; linear in the metadata."""
     _validate_limits(m)
@@ -203,3 +230,4 @@ def _validate_semantics(m: Metadata) -> None:
     _validate_aliases(m, by_name)
     if m.profile_signature is not None:
         _validate_signature(m, by_name)
+    _validate_states(m, by_name)

@@ -48,6 +48,11 @@ def _metadata_to_dict(metadata: Metadata) -> Dict[str, Any]:
     }
     if metadata.profile_signature is not None:
         data["profile_signature"] = _signature_to_dict(metadata.profile_signature)
+    # Last of all, only when there is delegate-owned state (readers that search the text for scalar keys after the
+    # arrays find the real ones first).
+    if metadata.delegate_state:
+        data["delegate_state"] = [{"name": s.name, "input": s.input, "output": s.output,
+                                   "initial_value": s.initial_value} for s in metadata.delegate_state]
     return data
 
 

@@ -37,7 +37,7 @@ Modules (importing any of them loads the native runtime):
 * :mod:`etrt.runtime.loading` -- loading it, and what was loaded;
 * :mod:`etrt.runtime.guards` -- :func:`profile`, :func:`automatic`,
   :func:`current_request`;
-* :mod:`etrt.runtime.reports` -- :class:`Report`, :func:`counters`;
+* :mod:`etrt.runtime.reports` -- :class:`Report`, :func:`counters`, :func:`reset_state`;
 * :mod:`etrt.runtime.refusals` -- :func:`last_error_message`, :func:`execute`,
   :func:`load_method` (a method whose device memory cannot be allocated:
   :class:`DeviceAllocatorMissing`, saying what is needed);
@@ -49,7 +49,7 @@ from .loading import RuntimeLoadError, abi_version, executorch_library, library_
 from .options import clear_default_load_options, default_load_options, load_options, set_default_load_options
 from .refusals import (DeviceAllocatorMissing, ExecutionError, clear_last_error, execute, has_last_error,
                        last_error_message, load_method)
-from .reports import ExecutionRecord, Report, counters, report
+from .reports import ExecutionRecord, Report, counters, report, reset_state
 
 # Reachable here as before the split (tests reach for the loaded library).
 from .loading import BACKEND_ID, _api  # noqa: F401
@@ -77,6 +77,7 @@ __all__ = [
     "load_options",
     "profile",
     "report",
+    "reset_state",
     "set_default_load_options",
     "version",
 ]

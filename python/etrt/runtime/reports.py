@@ -113,16 +113,28 @@ def report() -> Report:
     return Report()
 
 
-_COUNTERS = ("profile_switches", "executions", "last_profile")
+_COUNTERS = ("profile_switches", "executions", "last_profile", "state_bytes")
 
 
 def counters() -> Dict[str, int]:
     """The process-wide counters (etrt/options.h kCounter*): profile switches and
-    executions of all etrt delegates since the process started, and the profile
-    of the most recent execution (-1 before the first)."""
+    executions of all etrt delegates since the process started, the profile
+    of the most recent execution (-1 before the first), and the bytes of
+    delegate-owned state the live delegates hold (``state_bytes``)."""
     out = {}
     value = ctypes.c_int64()
     for name in _COUNTERS:
         _api.counter(name.encode(), ctypes.byref(value))
         out[name] = value.value
     return out
+
+
+def reset_state(name: Optional[str] = None) -> int:
+    """Starts a new sequence: writes the initial value (the exported one, or zeros) into every delegate-owned state of
+    the live delegates (etrt/state.h), or only those named ``name`` (the mutable buffer's name, as ``etrt inspect``
+    shows it). Returns how many states were reset; raises RuntimeError, with the reason, when writing one failed."""
+    count = ctypes.c_int64()
+    rc = _api.reset_state(name.encode() if name is not None else None, ctypes.byref(count))
+    if rc != _capi.OK:
+        raise RuntimeError(f"etrt.reset_state failed: {(_api.last_error_message() or b'').decode(errors='replace')}")
+    return count.value

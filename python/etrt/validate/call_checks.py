@@ -10,7 +10,7 @@ from typing import List, Optional, Tuple
 
 from .. import blob as _blob
 from .. import dtypes
-from ..analysis import DelegateInfo, TensorArg, tensor_args
+from ..analysis import DelegateInfo, TensorArg, describe_states, tensor_args
 from ..signature import format_shape
 from .result import ERROR, INFO, WARNING
 
@@ -38,8 +38,10 @@ class _CallChecks:
                      "an opaque TensorRT plan here: the call's arguments cannot be checked against them", d)
             return
         n_in = sum(1 for b in bindings if b.is_input)
-        aliased = set(d.aliased_outputs())
+        owned = d.state_bindings()
+        aliased = set(d.aliased_outputs()) - owned
         n_aliased = sum(1 for b in bindings if not b.is_input and b.name in aliased)
+        n_owned = sum(1 for b in bindings if b.name in owned)
         source = "the blob's io_bindings list" if md.io_bindings else "the engine has"
         for call in d.calls:
             args = tensor_args(plan, call) or []
@@ -47,9 +49,12 @@ class _CallChecks:
             pairs = d.match_args(args)
             if pairs is None:
                 counts = f"{source} {n_in} input(s) and {len(bindings) - n_in} output(s)"
+                if n_owned:
+                    counts += f", {n_owned} of them the delegate's own state (delegate_state), never passed"
                 if n_aliased:
                     counts += (f", {n_aliased} of them written in place into inputs: a call passes "
-                               f"{len(bindings)} tensors, or {len(bindings) - n_aliased} without those outputs")
+                               f"{len(bindings) - n_owned} tensors, or {len(bindings) - n_owned - n_aliased} without "
+                               "those outputs")
                 self.add(ERROR, "arg-count-mismatch",
                          f"{where}: the call passes {len(args)} tensor(s), but {counts}; the runtime refuses the "
                          "call. The .pte and its engine do not match: re-export the model", d)
@@ -66,6 +71,11 @@ class _CallChecks:
                              "the call. Make the program tensor and the engine binding the same dtype", d)
             self.check_bounds(d, where, pairs)
             self.check_outputs(d, where, pairs)
+        if d.calls:
+            for st in describe_states(d):
+                if st["problem"]:
+                    self.add(ERROR, "state-refused", f"{label}: delegate_state '{st['name']}': {st['problem']}; the "
+                             "runtime refuses the delegate at load: re-export the model", d)
 
     def check_bounds(self, d: DelegateInfo, where: str,
                      pairs: List[Tuple[_blob.IoBinding, Optional[TensorArg]]]) -> None:

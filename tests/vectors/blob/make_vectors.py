@@ -32,7 +32,7 @@ def binding(name, is_input, dtype="", shape=()):
 
 
 def metadata(io_bindings, aliased_io=(), hardware_compatible=False, device_id=0, serialized_metadata="",
-             target_platform="", profile_signature=None):
+             target_platform="", profile_signature=None, delegate_state=None):
     m = {
         "io_bindings": list(io_bindings),
         "aliased_io": list(aliased_io),
@@ -43,6 +43,8 @@ def metadata(io_bindings, aliased_io=(), hardware_compatible=False, device_id=0,
     }
     if profile_signature is not None:
         m["profile_signature"] = profile_signature
+    if delegate_state is not None:
+        m["delegate_state"] = delegate_state
     return m
 
 
@@ -140,6 +142,21 @@ CASES = {
             target_platform="plat\u2028form\ud7ff\ue000\uffff"),
         engine(20, 6)),
     "no_padding": (no_padding_metadata(), engine(16, 7)),
+    # etrt's second addition, last: state the delegate owns (the call passes neither kv_cache nor kv_cache_out, nor
+    # acc nor acc_out). kv_cache is written in place and starts as zeros; acc is written back and starts from the
+    # program's named data.
+    "delegate_state": (
+        metadata(
+            [binding("tokens", True, "int64", [1, -1]), binding("kv_cache", True, "float16", [2, 8, 2048, 64]),
+             binding("acc", True, "float32", [1, 4]), binding("logits", False, "float32", [1, -1, 32000]),
+             binding("kv_cache_out", False, "float16", [2, 8, 2048, 64]), binding("acc_out", False, "float32", [1, 4])],
+            aliased_io=[{"output": "kv_cache_out", "input": "kv_cache", "kind": "kv_cache_update"}],
+            profile_signature={"num_profiles": 1, "inputs": [
+                {"name": "tokens", "profiles": [{"min": [1, 1], "opt": [1, 1], "max": [1, 64]}]}], "symbolic_dims": []},
+            delegate_state=[{"name": "layers.0.kv_cache", "input": "kv_cache", "output": "kv_cache_out",
+                             "initial_value": ""},
+                            {"name": "acc", "input": "acc", "output": "acc_out", "initial_value": "etrt_state/acc"}]),
+        engine(24, 9)),
 }
 
 
@@ -265,6 +282,33 @@ def invalid_cases():
                 "num_profiles": 256, "inputs": [{"name": "x", "profiles": [{}] * 256}] + [0] * 256})), engine(16)),
             "profile_signature has 257 inputs x 256 profiles = 65792 entries, above the limit of 65536"),
     }
+    state_bindings = [binding("x", True), binding("cache", True), binding("y", False), binding("cache_out", False)]
+
+    def state(entries, bindings=state_bindings):
+        return raw_blob(compact(metadata(bindings, delegate_state=entries)), engine(16))
+
+    one = {"name": "cache", "input": "cache", "output": "cache_out"}
+    cases.update({
+        "state_unknown_input": (state([dict(one, input="kv")]),
+                                "delegate_state[0] 'cache': input 'kv' is not an input in io_bindings"),
+        "state_output_is_an_input": (state([dict(one, output="x")]),
+                                     "delegate_state[0] 'cache': output 'x' is not an output in io_bindings"),
+        "state_name_empty": (state([dict(one, name="")]), "delegate_state[0].name is empty"),
+        "state_name_missing": (state([{"input": "cache", "output": "cache_out"}]),
+                               "metadata has no 'delegate_state[0].name'"),
+        "state_names_duplicate": (state([one, dict(one, input="x", output="y")]),
+                                  "delegate_state[0] and delegate_state[1] have the same name 'cache'"),
+        "state_input_twice": (state([one, dict(one, name="other", output="y")]),
+                              "delegate_state[0] and delegate_state[1] have the same input 'cache'"),
+        "state_initial_value_not_a_string": (state([dict(one, initial_value=0)]),
+                                             "metadata field 'delegate_state[0].initial_value' must be a string, "
+                                             "got an integer"),
+        "state_not_an_array": (state({"name": "cache"}), "metadata field 'delegate_state' must be an array, got an "
+                                                         "object"),
+        "state_above_limit": (raw_blob(b'{"io_bindings":[],"delegate_state":[' + b",".join([b"0"] * 16385) + b"]}",
+                                       engine(16)),
+                              "metadata field 'delegate_state' has more than 16384 entries"),
+    })
     return cases
 
 
