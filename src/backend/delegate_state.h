@@ -7,7 +7,8 @@
 // or zeros) and kept until the last delegate using it is destroyed. Delegates of one program share a state by name:
 // the scope is the NamedDataMap ExecuTorch hands every delegate of a Program (one object per Program). A program
 // without named data gets a null scope, so its states are shared by name with every other such program in the
-// process; ExecuTorch's exporter always writes a named-data table, the project's packer does not.
+// process; ExecuTorch's exporter and the project's packer always write a named-data table (an empty one will do).
+// A program loaded with an external .ptd gets a merged map per method, so its methods do not share states.
 //
 // The registry is process-wide, behind one mutex taken only at load, destroy, reset and when the counters are read;
 // executions never touch it.

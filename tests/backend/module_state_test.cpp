@@ -124,6 +124,18 @@ TEST(DelegateState, PrefillAndDecodeMethodsOfOneProgramShareOneCacheByName) {
   EXPECT_EQ(write(*module, "decode", {0, 1}, 4), cache_with({{0, {1, 2, 3, 4, 5, 6, 7, 8, 0, 1}}}));
 }
 
+// Two loads of one file are two Programs, each with a NamedDataMap of its own (the packer writes an empty
+// named-data table, as ExecuTorch's exporter does): two sequences, two caches.
+TEST(DelegateState, TwoModulesOfOneFileKeepACacheEach) {
+  const int64_t before = state_bytes();
+  auto first = loaded("state_kv");
+  auto second = loaded("state_kv");
+  EXPECT_EQ(state_bytes(), before + 2 * kCacheBytes);
+  EXPECT_EQ(write(*first, "forward", {1, 2}, 0), cache_with({{0, {1, 2}}}));
+  EXPECT_EQ(write(*second, "forward", {3, 4}, 1), cache_with({{1, {3, 4}}})) << "the first module's row is not here";
+  EXPECT_EQ(write(*first, "forward", {5, 6}, 2), cache_with({{0, {1, 2}}, {2, {5, 6}}}));
+}
+
 TEST(DelegateState, AStateTheEngineDoesNotUpdateInPlaceIsCopiedBackAfterEachCall) {
   auto module = loaded("state_acc");
   std::vector<float> x = {1.0f, 2.0f};
@@ -142,10 +154,9 @@ TEST(DelegateStateRefusal, AnInitialValueTheProgramDoesNotCarryIsRefusedNamingTh
   etrt::clear_last_error();
   EXPECT_NE(module.load_method("forward"), et::Error::Ok);
   const std::string message = etrt::last_error_message();
-  EXPECT_TRUE(has(message,
-                  "state 'cache' starts from named data 'etrt_state/cache', but the program carries no "
-                  "named data; re-export the model"))
+  EXPECT_TRUE(has(message, "state 'cache' starts from named data 'etrt_state/cache', which the program does not have"))
       << message;
+  EXPECT_TRUE(has(message, "re-export the model, or load it with the .ptd file that holds its named data")) << message;
   // The runtime stays usable.
   auto ok = loaded("state_kv");
   EXPECT_EQ(write(*ok, "forward", {1, 1}, 0), cache_with({{0, {1, 1}}}));

@@ -382,6 +382,10 @@ class Program:
             # offsets[0] is the placeholder that non-constant tensors
             # (data_buffer_idx 0) point at; one entry = no constants.
             "constant_segment": {"segment_index": 0, "offsets": [0]},
+            # An empty named-data table, as ExecuTorch's exporter writes one: with it (and segments) ExecuTorch
+            # gives the loaded Program a NamedDataMap of its own, which is how delegates tell programs apart
+            # (delegate-owned state is shared by name within one program, docs/design.md decision 18).
+            "named_data": [],
         }
         return program, inline, seg_blobs
 
