@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "decoder_reference.h"
 #include "engine/tensorrt/tensorrt_engine.h"
+#include "expect_near.h"
 #include "plans.h"
 
 namespace etrt::contract {
@@ -89,9 +91,7 @@ struct LlmBuffers {
 };
 
 void expect_near_reference(const std::vector<int32_t>& ids, const std::vector<float>& got) {
-  const std::vector<float> want = llm_reference(ids);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5f) << "element " << i;
+  expect_near(got, llm_reference(ids), 1e-5f);
 }
 
 class NvInferContract : public ::testing::Test {
@@ -422,6 +422,160 @@ TEST_F(NvInferContract, DestroyingTheEngineBeforeItsContextLeavesTheContextUsabl
   engine_.reset();
   ASSERT_EQ(io_.run(*context_, tokens(1), &out_, why_), Error::Ok) << why_.c_str();
   expect_near_reference(tokens(1), out_);
+}
+
+// ---- the attention decoder, its KV caches fed back step to step ----
+
+// The attention decoder's memory (models.h: attention_decoder). A cache output that aliases its input (the GPU-free
+// NvInfer's kv_cache_update, like TensorRT 10.15's IKVCacheUpdateLayer) is bound to the input's buffer and updated in
+// place; one that does not (TensorRT 8.6: no aliasing) gets a buffer of its own, which the next step reads as its
+// input: two buffers a cache, swapped after each step. The engine's report (aliased_input) decides which.
+class DecoderIo {
+ public:
+  static constexpr int32_t kTokens = 0, kStartPos = 1, kKCache = 2, kVCache = 3, kLogits = 4, kKCacheOut = 5,
+                           kVCacheOut = 6;
+
+  DecoderIo(const Engine& engine, const std::vector<float>& k_cache, const std::vector<float>& v_cache)
+      : in_place_(engine.io_tensor(kKCacheOut).aliased_input == kKCache) {
+    k_[0].upload(k_cache.data(), kBytes);
+    v_[0].upload(v_cache.data(), kBytes);
+    // What the other buffers hold before a step writes them is neither cache: rows a step must carry over from its
+    // input are seen to be carried.
+    const std::vector<float> filler = stale_cache(9.0f);
+    k_[1].upload(filler.data(), kBytes);
+    v_[1].upload(filler.data(), kBytes);
+  }
+
+  // Runs `tokens` at `start_pos` on the caches the previous step left; the logits in *logits.
+  Error step(ExecutionContext& context, const std::vector<int32_t>& tokens, int32_t start_pos,
+             std::vector<float>* logits, Diagnostic& why) {
+    tokens_.upload(tokens.data(), tokens.size() * sizeof(int32_t));
+    start_pos_.upload(&start_pos, sizeof(start_pos));
+    const size_t out = in_place_ ? current_ : 1 - current_;
+    void* const addresses[] = {tokens_.data(), start_pos_.data(), k_[current_].data(), v_[current_].data(),
+                               logits_.data(), k_[out].data(),    v_[out].data()};
+    const auto rows = static_cast<int64_t>(tokens.size());
+    Error e = context.set_input_shape(kTokens, make_shape<int64_t>({1, rows}), why);
+    for (int32_t i = 0; i < 7 && e == Error::Ok; ++i) e = context.set_tensor_address(i, addresses[i], why);
+    if (e == Error::Ok) e = context.enqueue(stream(), why);
+    if (e != Error::Ok) return e;
+    logits->assign(tokens.size() * decoder::kVocab, 0.0f);
+    logits_.download(logits->data(), logits->size() * sizeof(float));
+    current_ = out;
+    return Error::Ok;
+  }
+  // The caches as the last step left them.
+  std::vector<float> k_cache() const { return read(k_[current_]); }
+  std::vector<float> v_cache() const { return read(v_[current_]); }
+
+ private:
+  static constexpr size_t kBytes = kDecoderCacheElements * sizeof(float);
+  static std::vector<float> read(const Memory& m) {
+    std::vector<float> values(kDecoderCacheElements);
+    m.download(values.data(), kBytes);
+    return values;
+  }
+
+  bool in_place_;
+  size_t current_ = 0;
+  Memory tokens_{decoder::kMaxPrompt * sizeof(int32_t)};
+  Memory start_pos_{sizeof(int32_t)};
+  Memory logits_{decoder::kMaxPrompt * decoder::kVocab * sizeof(float)};
+  Memory k_[2] = {Memory{kBytes}, Memory{kBytes}};
+  Memory v_[2] = {Memory{kBytes}, Memory{kBytes}};
+};
+
+class DecoderContract : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    engine_ = load(attention_decoder());
+    ASSERT_NE(engine_, nullptr) << implementation();
+    context_ = new_context(*engine_);
+    ASSERT_NE(context_, nullptr);
+  }
+  void TearDown() override { synchronize(); }
+
+  // `tokens` at `start_pos` through `context`, on the profile their count calls for (kDecode for one token), and
+  // through the reference: logits and both caches compared.
+  void step(ExecutionContext& context, DecoderIo& io, DecoderReference& reference, const std::vector<int32_t>& tokens,
+            int32_t start_pos) {
+    SCOPED_TRACE(std::to_string(tokens.size()) + " tokens at " + std::to_string(start_pos));
+    const int32_t profile = tokens.size() == 1 ? kDecode : kPrefill;
+    if (context.optimization_profile() != profile) {
+      ASSERT_EQ(context.set_optimization_profile(profile, stream(), why_), Error::Ok) << why_.c_str();
+    }
+    std::vector<float> logits;
+    ASSERT_EQ(io.step(context, tokens, start_pos, &logits, why_), Error::Ok) << why_.c_str();
+    ASSERT_NO_FATAL_FAILURE(expect_near(logits, reference.step(tokens, start_pos), kDecoderTolerance, "logits"));
+    ASSERT_NO_FATAL_FAILURE(expect_near(io.k_cache(), reference.k_cache(), kDecoderTolerance, "k_cache"));
+    ASSERT_NO_FATAL_FAILURE(expect_near(io.v_cache(), reference.v_cache(), kDecoderTolerance, "v_cache"));
+  }
+
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ExecutionContext> context_;
+  Diagnostic why_;
+};
+
+TEST_F(DecoderContract, IoIsDescribedAsBuiltAndTheCachesAliasTheirInputsOnlyWhereTheImplementationCan) {
+  const ModelSpec model = attention_decoder();
+  ASSERT_EQ(engine_->num_io_tensors(), 7);
+  for (int32_t i = 0; i < 7; ++i) {
+    const bool is_input = i < 4;
+    const TensorSpec& spec =
+        is_input ? model.inputs[static_cast<size_t>(i)] : model.outputs[static_cast<size_t>(i - 4)];
+    const engine::TensorDesc& desc = engine_->io_tensor(i);
+    EXPECT_EQ(desc.name, spec.name) << i;
+    EXPECT_EQ(desc.is_input, is_input) << spec.name;
+    EXPECT_EQ(desc.dtype, spec.dtype) << spec.name;
+    if (spec.name == "logits") continue;  // a dynamic extent: see IoIsDescribedAsBuilt
+    ASSERT_EQ(desc.shape.rank, static_cast<int32_t>(spec.shape.size())) << spec.name;
+    for (size_t d = 0; d < spec.shape.size(); ++d) EXPECT_EQ(desc.shape.d[d], spec.shape[d]) << spec.name;
+  }
+  const int32_t k_alias = engine_->io_tensor(DecoderIo::kKCacheOut).aliased_input;
+  const int32_t v_alias = engine_->io_tensor(DecoderIo::kVCacheOut).aliased_input;
+  observe("aliased inputs of k_cache_out, v_cache_out", std::to_string(k_alias) + ", " + std::to_string(v_alias));
+  // TensorRT 8.6 has no aliasing: the caches are plain outputs there; the GPU-free kv_cache_update writes in place.
+  EXPECT_EQ(k_alias, is_nvidia() ? -1 : DecoderIo::kKCache);
+  EXPECT_EQ(v_alias, is_nvidia() ? -1 : DecoderIo::kVCache);
+  EXPECT_EQ(engine_->io_tensor(DecoderIo::kLogits).aliased_input, -1);
+}
+
+TEST_F(DecoderContract, PrefillsOfSeveralLengthsThenDecodeStepsFedTheirCachesMatchTheReference) {
+  for (int32_t prompt : {16, 37, 256}) {
+    SCOPED_TRACE("prompt of " + std::to_string(prompt));
+    DecoderIo io(*engine_, stale_cache(1.0f), stale_cache(2.0f));
+    DecoderReference reference(stale_cache(1.0f), stale_cache(2.0f));
+    ASSERT_NO_FATAL_FAILURE(step(*context_, io, reference, tokens(static_cast<size_t>(prompt), prompt), 0));
+    for (int32_t pos = prompt; pos < prompt + 6; ++pos) {
+      ASSERT_NO_FATAL_FAILURE(step(*context_, io, reference, tokens(1, pos), pos));
+    }
+  }
+}
+
+TEST_F(DecoderContract, ASecondPromptChunkAttendsToTheFirstChunksRows) {
+  DecoderIo io(*engine_, stale_cache(3.0f), stale_cache(4.0f));
+  DecoderReference reference(stale_cache(3.0f), stale_cache(4.0f));
+  ASSERT_NO_FATAL_FAILURE(step(*context_, io, reference, tokens(20, 1), 0));
+  ASSERT_NO_FATAL_FAILURE(step(*context_, io, reference, tokens(30, 2), 20));
+  for (int32_t pos = 50; pos < 53; ++pos) ASSERT_NO_FATAL_FAILURE(step(*context_, io, reference, tokens(1, pos), pos));
+}
+
+// The context_per_profile strategy's shape: a context on each profile, both on the same caches.
+TEST_F(DecoderContract, DecodeStepsInAContextOfTheirOwnReadWhatThePrefillContextWrote) {
+  ASSERT_EQ(context_->set_optimization_profile(kPrefill, stream(), why_), Error::Ok) << why_.c_str();
+  std::unique_ptr<ExecutionContext> decode = new_context(*engine_);
+  ASSERT_NE(decode, nullptr);
+  ASSERT_EQ(decode->set_optimization_profile(kDecode, stream(), why_), Error::Ok) << why_.c_str();
+  DecoderIo io(*engine_, stale_cache(5.0f), stale_cache(6.0f));
+  DecoderReference reference(stale_cache(5.0f), stale_cache(6.0f));
+  for (int32_t round = 0, pos = 0; round < 2; ++round) {
+    ASSERT_NO_FATAL_FAILURE(step(*context_, io, reference, tokens(24, round), pos));
+    pos += 24;
+    for (int32_t end = pos + 4; pos < end; ++pos)
+      ASSERT_NO_FATAL_FAILURE(step(*decode, io, reference, tokens(1, pos), pos));
+  }
+  EXPECT_EQ(context_->optimization_profile(), kPrefill);
+  EXPECT_EQ(decode->optimization_profile(), kDecode);
 }
 
 }  // namespace

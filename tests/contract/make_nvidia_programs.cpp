@@ -77,6 +77,21 @@ bool llm_program(const std::string& name, const ModelSpec& model) {
                     {"input_ids"}, {"logits"}, {trt_call(name, {"input_ids", "logits"})});
 }
 
+// The attention decoder, its caches passed in and received as outputs: TensorRT 8.6 cannot update them in place.
+bool decoder_program(const std::string& name) {
+  namespace d = etrt::contract::decoder;
+  const std::vector<int64_t> cache = {1, d::kContext, d::kHeadDim};
+  return write_blob(name, etrt::contract::attention_decoder()) &&
+         write_spec(
+             name,
+             {tensor("tokens", "int32", {1, d::kMaxPrompt}, true), tensor("start_pos", "int32", {1}, false),
+              tensor("k_cache", "float32", cache, false), tensor("v_cache", "float32", cache, false),
+              tensor("logits", "float32", {1, d::kMaxPrompt, d::kVocab}, true),
+              tensor("k_cache_out", "float32", cache, false), tensor("v_cache_out", "float32", cache, false)},
+             {"tokens", "start_pos", "k_cache", "v_cache"}, {"logits", "k_cache_out", "v_cache_out"},
+             {trt_call(name, {"tokens", "start_pos", "k_cache", "v_cache", "logits", "k_cache_out", "v_cache_out"})});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -103,6 +118,8 @@ int main(int argc, char** argv) {
                   {tensor("input_ids", "int32", {1, 512}, true, false),
                    tensor("logits", "float32", {1, 512, c::kDeepWidth}, true, false)},
                   {"input_ids"}, {"logits"}, {trt_call("nv_deep", {"input_ids", "logits"})});
-  std::printf("make_nvidia_programs: %s\n", ok ? "wrote nv_llm, nv_overlap, nv_static, nv_mixed, nv_deep" : "FAILED");
+  ok = ok && decoder_program("nv_decoder");
+  std::printf("make_nvidia_programs: %s\n",
+              ok ? "wrote nv_llm, nv_overlap, nv_static, nv_mixed, nv_deep, nv_decoder" : "FAILED");
   return ok ? 0 : 1;
 }

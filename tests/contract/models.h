@@ -4,6 +4,7 @@
 // definition yields both engines and both must give the same numbers (reference() below). Only what TensorRT 8.6
 // can build: INT32 token ids (8.6 has no INT64 tensors), FLOAT everything else.
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "common/data_type.h"
 #include "fixtures.h"
+#include "weight_rng.h"
 
 namespace etrt::contract {
 
@@ -30,13 +32,18 @@ struct ConstantSpec {
   std::vector<float> values;
 };
 
-// embedding: ids (int32) gathered from the constant table [V, H] -> [..., H]; matmul: a [..., K] x constant [K, N];
-// scale: a * factor.
-enum class OpKind : uint8_t { kEmbedding, kMatMul, kScale };
+// embedding: ids (int32) gathered from the constant table b [V, H] -> [..., H]; matmul: a [..., K] x constant b [K, N];
+// scale: a * factor; add: a + b, tensors of one shape;
+// cache_write: `out` is the cache a [B, T, D] with rows positions[b] .. positions[b] + S - 1 replaced by b [B, S, D]
+//   (positions [B] int32), in place where the implementation can alias an output to an input;
+// causal_attention: the queries a [B, S, D] at positions[b] + s attend the keys b [B, T, D] 0 .. that position:
+//   softmax(factor * q . k) over the values c [B, T, D] -> [B, S, D].
+enum class OpKind : uint8_t { kEmbedding, kMatMul, kScale, kAdd, kCacheWrite, kCausalAttention };
 struct OpSpec {
   OpKind kind;
   std::string a, b, out;  // b: the constant, where the op takes one
   float factor = 1.0f;
+  std::string c = {}, positions = {};  // c: a third operand; positions: int32 [B]
 };
 
 struct ModelSpec {
@@ -122,6 +129,84 @@ inline ModelSpec deep_decoder(int layers) {
     m.ops.push_back({OpKind::kMatMul, previous, weight, next});
     previous = next;
   }
+  return m;
+}
+
+// The demo's attention decoder (examples/llm_runner/decoder_model.h) at sizes that build quickly, with its KV caches
+// as plain inputs and outputs (TensorRT 8.6 has no IKVCacheUpdateLayer and no aliasing):
+//   x = embedding[tokens]; q, k, v = x Wq, x Wk, x Wv;
+//   k_cache_out, v_cache_out = the caches with rows start_pos .. start_pos + S - 1 = k, v;
+//   a = causal_attention(q, k_cache_out, v_cache_out, start_pos, 1/sqrt(D)); logits = (x + a Wo) Wlm.
+// IO, in order: tokens [1, S] int32, start_pos [1] int32, k_cache, v_cache [1, T, D]; logits [1, S, V], k_cache_out,
+// v_cache_out [1, T, D]. Profile kDecode: S = 1; profile kPrefill: S = kMinPrompt..kMaxPrompt.
+// decoder_reference.h computes the same with plain loops.
+namespace decoder {
+inline constexpr int64_t kVocab = 64;    // V
+inline constexpr int64_t kHidden = 32;   // H
+inline constexpr int64_t kHeadDim = 32;  // D
+inline constexpr int64_t kMinPrompt = 16;
+inline constexpr int64_t kOptPrompt = 64;
+inline constexpr int64_t kMaxPrompt = 256;
+inline constexpr int64_t kContext = 320;  // T: a longest prompt and 64 decode steps
+inline constexpr uint64_t kSeed = 0x5eed'c0de'0021ULL;
+
+inline float attention_scale() { return 1.0f / std::sqrt(static_cast<float>(kHeadDim)); }
+
+// Uniform in [-bound, bound] from the demo's generator; the bounds are the demo's (logits of a few units, attention
+// scores spread enough that what the caches hold changes the result).
+struct Weights {
+  std::vector<float> embedding, wq, wk, wv, wo, lm_head;
+};
+inline const Weights& weights() {
+  static const Weights w = [] {
+    demo::WeightRng rng(kSeed);
+    auto draw = [&rng](int64_t rows, int64_t cols, float bound) {
+      std::vector<float> values(static_cast<size_t>(rows * cols));
+      for (float& v : values) v = rng.uniform(bound);
+      return values;
+    };
+    Weights out;
+    out.embedding = draw(kVocab, kHidden, 1.0f);
+    out.wq = draw(kHidden, kHeadDim, 0.6f);
+    out.wk = draw(kHidden, kHeadDim, 0.6f);
+    out.wv = draw(kHidden, kHeadDim, 0.5f);
+    out.wo = draw(kHeadDim, kHidden, 0.3f);
+    out.lm_head = draw(kHidden, kVocab, 0.4f);
+    return out;
+  }();
+  return w;
+}
+}  // namespace decoder
+
+inline ModelSpec attention_decoder() {
+  ModelSpec m;
+  m.label = "contract_decoder";
+  m.inputs = {{"tokens", DataType::kInt32, {1, -1}},
+              {"start_pos", DataType::kInt32, {1}},
+              {"k_cache", DataType::kFloat32, {1, decoder::kContext, decoder::kHeadDim}},
+              {"v_cache", DataType::kFloat32, {1, decoder::kContext, decoder::kHeadDim}}};
+  m.outputs = {{"logits", DataType::kFloat32, {1, -1, decoder::kVocab}},
+               {"k_cache_out", DataType::kFloat32, {1, decoder::kContext, decoder::kHeadDim}},
+               {"v_cache_out", DataType::kFloat32, {1, decoder::kContext, decoder::kHeadDim}}};
+  m.profiles = {{ids_bounds(1, 1, 1)}, {ids_bounds(decoder::kMinPrompt, decoder::kOptPrompt, decoder::kMaxPrompt)}};
+  const decoder::Weights& w = decoder::weights();
+  m.constants = {{"embedding", {decoder::kVocab, decoder::kHidden}, w.embedding},
+                 {"wq", {decoder::kHidden, decoder::kHeadDim}, w.wq},
+                 {"wk", {decoder::kHidden, decoder::kHeadDim}, w.wk},
+                 {"wv", {decoder::kHidden, decoder::kHeadDim}, w.wv},
+                 {"wo", {decoder::kHeadDim, decoder::kHidden}, w.wo},
+                 {"lm_head", {decoder::kHidden, decoder::kVocab}, w.lm_head}};
+  m.ops = {{OpKind::kEmbedding, "tokens", "embedding", "x"},
+           {OpKind::kMatMul, "x", "wq", "q"},
+           {OpKind::kMatMul, "x", "wk", "k"},
+           {OpKind::kMatMul, "x", "wv", "v"},
+           {OpKind::kCacheWrite, "k_cache", "k", "k_cache_out", 1.0f, "", "start_pos"},
+           {OpKind::kCacheWrite, "v_cache", "v", "v_cache_out", 1.0f, "", "start_pos"},
+           {OpKind::kCausalAttention, "q", "k_cache_out", "attended", decoder::attention_scale(), "v_cache_out",
+            "start_pos"},
+           {OpKind::kMatMul, "attended", "wo", "projected"},
+           {OpKind::kAdd, "x", "projected", "h"},
+           {OpKind::kMatMul, "h", "lm_head", "logits"}};
   return m;
 }
 

@@ -1,7 +1,8 @@
 // The Module suite on NVIDIA's TensorRT: programs whose engines NVIDIA's builder made from the contract suite's
 // model descriptions (make_nvidia_programs.cpp, packed by run_nvidia.sh), loaded through ExecuTorch's Module and
 // run through etrt, against the CPU reference, under both profile strategies: pins, automatic selection under both
-// policies, one-profile engines, two delegates in one program, refusals, a caller's stream, CUDA graphs on and off.
+// policies, one-profile engines, two delegates in one program, refusals, a caller's stream, CUDA graphs on and off,
+// and the attention decoder with its KV caches fed back from outputs to inputs step to step.
 
 #include <cuda_runtime_api.h>
 
@@ -17,10 +18,12 @@
 #include <string>
 #include <vector>
 
+#include "decoder_reference.h"
 #include "etrt/options.h"
 #include "etrt/profile_guard.h"
 #include "etrt/report.h"
 #include "etrt/stream_guard.h"
+#include "expect_near.h"
 #include "models.h"
 
 namespace etrt::contract {
@@ -76,10 +79,43 @@ class NvidiaModule : public ::testing::TestWithParam<const char*> {
 
   static void expect_reference(const Outcome& out, const std::vector<int32_t>& ids) {
     ASSERT_EQ(out.error, et::Error::Ok) << last_error_message();
-    const std::vector<float> want = llm_reference(ids);
-    ASSERT_EQ(out.values.size(), want.size());
-    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(out.values[i], want[i], 1e-5f) << "element " << i;
+    expect_near(out.values, llm_reference(ids), 1e-5f);
   }
+};
+
+// The attention decoder's program (nv_decoder): its caches are the method's inputs k_cache, v_cache and outputs
+// k_cache_out, v_cache_out, the outputs of one forward the inputs of the next.
+class DecoderSteps {
+ public:
+  DecoderSteps(float k_salt, float v_salt)
+      : k_(stale_cache(k_salt)), v_(stale_cache(v_salt)), reference_(stale_cache(k_salt), stale_cache(v_salt)) {}
+
+  // `tokens` at `start_pos` through `module` and through the reference: logits and both caches compared.
+  void step(Module& module, std::vector<int32_t> tokens, int32_t start_pos) {
+    SCOPED_TRACE(std::to_string(tokens.size()) + " tokens at " + std::to_string(start_pos));
+    const auto n = static_cast<int32_t>(tokens.size());
+    const auto rows = static_cast<int32_t>(decoder::kContext), width = static_cast<int32_t>(decoder::kHeadDim);
+    auto result =
+        module.forward({from_blob(tokens.data(), {1, n}, ScalarType::Int), from_blob(&start_pos, {1}, ScalarType::Int),
+                        from_blob(k_.data(), {1, rows, width}, ScalarType::Float),
+                        from_blob(v_.data(), {1, rows, width}, ScalarType::Float)});
+    ASSERT_TRUE(result.ok()) << last_error_message();
+    ASSERT_EQ(result.get().size(), 3u);
+    const std::vector<float> logits = values(result.get()[0].toTensor());
+    k_ = values(result.get()[1].toTensor());
+    v_ = values(result.get()[2].toTensor());
+    ASSERT_NO_FATAL_FAILURE(expect_near(logits, reference_.step(tokens, start_pos), kDecoderTolerance, "logits"));
+    ASSERT_NO_FATAL_FAILURE(expect_near(k_, reference_.k_cache(), kDecoderTolerance, "k_cache_out"));
+    ASSERT_NO_FATAL_FAILURE(expect_near(v_, reference_.v_cache(), kDecoderTolerance, "v_cache_out"));
+  }
+
+ private:
+  static std::vector<float> values(const ::executorch::aten::Tensor& t) {
+    return std::vector<float>(t.const_data_ptr<float>(), t.const_data_ptr<float>() + t.numel());
+  }
+
+  std::vector<float> k_, v_;
+  DecoderReference reference_;
 };
 
 TEST_P(NvidiaModule, PinnedDecodeAndPrefillMatchTheReferenceAndSwitchOnlyWhenTheProfileChanges) {
@@ -231,6 +267,36 @@ TEST_P(NvidiaModule, AWeightStreamingBudgetIsIgnoredForAnEngineWithoutStreamable
   Module module(program("nv_llm"));
   ASSERT_EQ(module.load(map), et::Error::Ok) << last_error_message();
   expect_reference(run(module, tokens(64)), tokens(64));
+}
+
+// Automatic selection: a prompt runs on the prefill profile, each one-token step on the decode profile.
+TEST_P(NvidiaModule, TheDecoderPrefillsThenDecodesOnItsFedBackCachesAsTheReferenceWithAndWithoutCudaGraphs) {
+  for (bool graphs : {false, true}) {
+    auto module = load("nv_decoder", graphs);
+    for (int32_t prompt : {16, 100}) {
+      SCOPED_TRACE(std::string(graphs ? "graphs" : "no graphs") + ", prompt of " + std::to_string(prompt));
+      DecoderSteps steps(1.0f, 2.0f);
+      ExecutionReport report;
+      ASSERT_NO_FATAL_FAILURE(steps.step(*module, tokens(static_cast<size_t>(prompt), prompt), 0));
+      for (int32_t pos = prompt; pos < prompt + 6; ++pos) {
+        ASSERT_NO_FATAL_FAILURE(steps.step(*module, tokens(1, pos), pos));
+      }
+      ASSERT_EQ(report.total(), 7u);
+      for (size_t i = 0; i < 7; ++i) EXPECT_EQ(report.entries()[i].profile, i == 0 ? kPrefill : kDecode) << i;
+    }
+  }
+}
+
+TEST_P(NvidiaModule, PinnedDecoderPromptChunksAndDecodeStepsMatchTheReference) {
+  auto module = load("nv_decoder");
+  DecoderSteps steps(3.0f, 4.0f);
+  {
+    OptimizationProfileGuard pin(kPrefill);
+    ASSERT_NO_FATAL_FAILURE(steps.step(*module, tokens(20, 1), 0));
+    ASSERT_NO_FATAL_FAILURE(steps.step(*module, tokens(30, 2), 20));
+  }
+  OptimizationProfileGuard pin(kDecode);
+  for (int32_t pos = 50; pos < 54; ++pos) ASSERT_NO_FATAL_FAILURE(steps.step(*module, tokens(1, pos), pos));
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, NvidiaModule, ::testing::Values(kStrategySwitch, kStrategyContextPerProfile),

@@ -36,9 +36,25 @@ std::vector<uint8_t> build_plan(const ModelSpec& model, std::string* error) {
   for (const ConstantSpec& c : model.constants) b.add_constant(c.name, to_shape(c.shape), c.values);
   for (const OpSpec& op : model.ops) {
     switch (op.kind) {
-      case OpKind::kEmbedding: b.embedding(op.a, op.b, op.out); break;
-      case OpKind::kMatMul: b.matmul(op.a, op.b, op.out); break;
-      case OpKind::kScale: b.scale(op.a, op.factor, op.out); break;
+      case OpKind::kEmbedding:
+        b.embedding(op.a, op.b, op.out);
+        break;
+      case OpKind::kMatMul:
+        b.matmul(op.a, op.b, op.out);
+        break;
+      case OpKind::kScale:
+        b.scale(op.a, op.factor, op.out);
+        break;
+      case OpKind::kAdd:
+        b.add(op.a, op.b, op.out);
+        break;
+      // In place: the output aliases the cache, as TensorRT 10.15's IKVCacheUpdateLayer's does.
+      case OpKind::kCacheWrite:
+        b.kv_cache_update(op.a, op.b, op.positions, op.out);
+        break;
+      case OpKind::kCausalAttention:
+        b.causal_attention(op.a, op.b, op.c, op.positions, op.factor, op.out);
+        break;
     }
   }
   b.set_memory_kind(gpufree::MemoryKind::kHost).set_tracing(false);
