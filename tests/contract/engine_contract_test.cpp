@@ -430,13 +430,26 @@ TEST_F(NvInferContract, DestroyingTheEngineBeforeItsContextLeavesTheContextUsabl
 // NvInfer's kv_cache_update, like TensorRT 10.15's IKVCacheUpdateLayer) is bound to the input's buffer and updated in
 // place; one that does not (TensorRT 8.6: no aliasing) gets a buffer of its own, which the next step reads as its
 // input: two buffers a cache, swapped after each step. The engine's report (aliased_input) decides which.
+// The engine's IO tensors are found by name: TensorRT 8.6 lists the decoder's outputs in another order than they were
+// marked (k_cache_out, v_cache_out, logits).
 class DecoderIo {
  public:
+  // The tensors in the model's order (attention_decoder(): inputs, then outputs).
   static constexpr int32_t kTokens = 0, kStartPos = 1, kKCache = 2, kVCache = 3, kLogits = 4, kKCacheOut = 5,
-                           kVCacheOut = 6;
+                           kVCacheOut = 6, kCount = 7;
+  // The engine's index of the model's tensor `role`, or -1.
+  static int32_t engine_index(const Engine& engine, int32_t role) {
+    const ModelSpec model = attention_decoder();
+    const std::string& name =
+        role < 4 ? model.inputs[static_cast<size_t>(role)].name : model.outputs[static_cast<size_t>(role - 4)].name;
+    for (int32_t i = 0; i < engine.num_io_tensors(); ++i)
+      if (engine.io_tensor(i).name == name) return i;
+    return -1;
+  }
 
   DecoderIo(const Engine& engine, const std::vector<float>& k_cache, const std::vector<float>& v_cache)
-      : in_place_(engine.io_tensor(kKCacheOut).aliased_input == kKCache) {
+      : in_place_(engine.io_tensor(engine_index(engine, kKCacheOut)).aliased_input == engine_index(engine, kKCache)) {
+    for (int32_t role = 0; role < kCount; ++role) index_[role] = engine_index(engine, role);
     k_[0].upload(k_cache.data(), kBytes);
     v_[0].upload(v_cache.data(), kBytes);
     // What the other buffers hold before a step writes them is neither cache: rows a step must carry over from its
@@ -455,8 +468,9 @@ class DecoderIo {
     void* const addresses[] = {tokens_.data(), start_pos_.data(), k_[current_].data(), v_[current_].data(),
                                logits_.data(), k_[out].data(),    v_[out].data()};
     const auto rows = static_cast<int64_t>(tokens.size());
-    Error e = context.set_input_shape(kTokens, make_shape<int64_t>({1, rows}), why);
-    for (int32_t i = 0; i < 7 && e == Error::Ok; ++i) e = context.set_tensor_address(i, addresses[i], why);
+    Error e = context.set_input_shape(index_[kTokens], make_shape<int64_t>({1, rows}), why);
+    for (int32_t role = 0; role < kCount && e == Error::Ok; ++role)
+      e = context.set_tensor_address(index_[role], addresses[role], why);
     if (e == Error::Ok) e = context.enqueue(stream(), why);
     if (e != Error::Ok) return e;
     logits->assign(tokens.size() * decoder::kVocab, 0.0f);
@@ -477,6 +491,7 @@ class DecoderIo {
   }
 
   bool in_place_;
+  int32_t index_[kCount] = {};
   size_t current_ = 0;
   Memory tokens_{decoder::kMaxPrompt * sizeof(int32_t)};
   Memory start_pos_{sizeof(int32_t)};
@@ -518,26 +533,28 @@ class DecoderContract : public ::testing::Test {
 
 TEST_F(DecoderContract, IoIsDescribedAsBuiltAndTheCachesAliasTheirInputsOnlyWhereTheImplementationCan) {
   const ModelSpec model = attention_decoder();
-  ASSERT_EQ(engine_->num_io_tensors(), 7);
-  for (int32_t i = 0; i < 7; ++i) {
-    const bool is_input = i < 4;
+  ASSERT_EQ(engine_->num_io_tensors(), DecoderIo::kCount);
+  for (int32_t role = 0; role < DecoderIo::kCount; ++role) {
+    const bool is_input = role < 4;
     const TensorSpec& spec =
-        is_input ? model.inputs[static_cast<size_t>(i)] : model.outputs[static_cast<size_t>(i - 4)];
+        is_input ? model.inputs[static_cast<size_t>(role)] : model.outputs[static_cast<size_t>(role - 4)];
+    const int32_t i = DecoderIo::engine_index(*engine_, role);
+    ASSERT_GE(i, 0) << spec.name << " is not among the engine's IO tensors";
     const engine::TensorDesc& desc = engine_->io_tensor(i);
-    EXPECT_EQ(desc.name, spec.name) << i;
     EXPECT_EQ(desc.is_input, is_input) << spec.name;
     EXPECT_EQ(desc.dtype, spec.dtype) << spec.name;
     if (spec.name == "logits") continue;  // a dynamic extent: see IoIsDescribedAsBuilt
     ASSERT_EQ(desc.shape.rank, static_cast<int32_t>(spec.shape.size())) << spec.name;
     for (size_t d = 0; d < spec.shape.size(); ++d) EXPECT_EQ(desc.shape.d[d], spec.shape[d]) << spec.name;
   }
-  const int32_t k_alias = engine_->io_tensor(DecoderIo::kKCacheOut).aliased_input;
-  const int32_t v_alias = engine_->io_tensor(DecoderIo::kVCacheOut).aliased_input;
+  const auto index = [&](int32_t role) { return DecoderIo::engine_index(*engine_, role); };
+  const int32_t k_alias = engine_->io_tensor(index(DecoderIo::kKCacheOut)).aliased_input;
+  const int32_t v_alias = engine_->io_tensor(index(DecoderIo::kVCacheOut)).aliased_input;
   observe("aliased inputs of k_cache_out, v_cache_out", std::to_string(k_alias) + ", " + std::to_string(v_alias));
   // TensorRT 8.6 has no aliasing: the caches are plain outputs there; the GPU-free kv_cache_update writes in place.
-  EXPECT_EQ(k_alias, is_nvidia() ? -1 : DecoderIo::kKCache);
-  EXPECT_EQ(v_alias, is_nvidia() ? -1 : DecoderIo::kVCache);
-  EXPECT_EQ(engine_->io_tensor(DecoderIo::kLogits).aliased_input, -1);
+  EXPECT_EQ(k_alias, is_nvidia() ? -1 : index(DecoderIo::kKCache));
+  EXPECT_EQ(v_alias, is_nvidia() ? -1 : index(DecoderIo::kVCache));
+  EXPECT_EQ(engine_->io_tensor(index(DecoderIo::kLogits)).aliased_input, -1);
 }
 
 TEST_F(DecoderContract, PrefillsOfSeveralLengthsThenDecodeStepsFedTheirCachesMatchTheReference) {

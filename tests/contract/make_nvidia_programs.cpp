@@ -43,12 +43,19 @@ bool write_blob(const std::string& name, const ModelSpec& model) {
   std::string error = "no plan";
   std::vector<uint8_t> blob;
   if (!plan.empty()) {
+    // The call's arguments follow the blob's io_bindings, which list the engine's IO in the engine's order; TensorRT
+    // 8.6 does not keep the order outputs were marked in (the decoder's come as k_cache_out, v_cache_out, logits),
+    // so the bindings are put in the model's order, the one the packer specs below pass the tensors in.
     blob = etrt::refkit::blob_for_engine(plan, true, &error, [&](etrt::blob::Metadata& m) {
-      for (etrt::blob::IoBinding& b : m.io_bindings) {
-        for (const auto* list : {&model.inputs, &model.outputs})
-          for (const etrt::contract::TensorSpec& t : *list)
-            if (t.name == b.name) b.shape = t.shape;
-      }
+      std::vector<etrt::blob::IoBinding> ordered;
+      for (const auto* list : {&model.inputs, &model.outputs})
+        for (const etrt::contract::TensorSpec& t : *list)
+          for (const etrt::blob::IoBinding& b : m.io_bindings)
+            if (t.name == b.name) {
+              ordered.push_back(b);
+              ordered.back().shape = t.shape;
+            }
+      if (ordered.size() == m.io_bindings.size()) m.io_bindings = std::move(ordered);
     });
   }
   if (blob.empty() || !etrt::refkit::write_file(g_dir + "/" + name + ".blob", blob, &error)) {
