@@ -149,11 +149,12 @@ def test_ops_before_between_and_after_two_delegates(rt, exported, runner, tmp_pa
 # Mutable buffers
 
 
-def test_a_mutable_buffer_around_the_delegate_keeps_its_state(rt, exported, runner, tmp_path):
-    e = exported("buffer_around")
+def _check_accumulator_runs(rt, e, runner, tmp_path):
+    """Three steps of an exported accumulator (a buffer the model adds its input to) from Python and C++, each
+    against the eager module, whose buffer accumulates too."""
     xs = [torch.randn(1, 4, generator=torch.Generator().manual_seed(i)) for i in range(3)]
     model = e.eager()
-    want = [eager(model, x) for x in xs]  # the eager module's buffer accumulates too
+    want = [eager(model, x) for x in xs]
     steps = [{"inputs": [x]} for x in xs]
     py = run_py(rt, load_method(e.path), steps)
     cpp = run_cpp(runner, e.path, steps, tmp_path)["steps"]
@@ -161,6 +162,11 @@ def test_a_mutable_buffer_around_the_delegate_keeps_its_state(rt, exported, runn
         for r, w in zip(results, want):
             assert r["ok"], r["error"]
             assert_close(r["outputs"], w)
+
+
+def test_a_mutable_buffer_around_the_delegate_keeps_its_state(rt, exported, runner, tmp_path):
+    e = exported("buffer_around")
+    _check_accumulator_runs(rt, e, runner, tmp_path)
 
 
 def _kv_steps():
@@ -245,16 +251,7 @@ def test_a_state_written_back_starts_from_its_exported_value(rt, exported, runne
     [state] = json.loads(harness.etrt_cli("inspect", "--json", e.path).stdout)["methods"][0]["delegates"][0][
         "delegate_state"]
     assert state["name"] == "acc" and not state["in_place"] and state["initial_value"] == "etrt_state/acc"
-    xs = [torch.randn(1, 4, generator=torch.Generator().manual_seed(i)) for i in range(3)]
-    model = e.eager()
-    want = [eager(model, x) for x in xs]
-    steps = [{"inputs": [x]} for x in xs]
-    py = run_py(rt, load_method(e.path), steps)
-    cpp = run_cpp(runner, e.path, steps, tmp_path)["steps"]
-    for results in (py, cpp):
-        for r, w in zip(results, want):
-            assert r["ok"], r["error"]
-            assert_close(r["outputs"], w)
+    _check_accumulator_runs(rt, e, runner, tmp_path)
 
 
 # ---------------------------------------------------------------------------
