@@ -141,7 +141,7 @@ ETRT_C_API int etrt_report_clear(void* report);
 
 /**
  * The counter called `name` (etrt/options.h: "profile_switches", "executions",
- * "last_profile", "state_bytes") into *value. ETRT_E_INVALID_ARGUMENT for another name.
+ * "last_profile", "state_bytes", "scratch_bytes") into *value. ETRT_E_INVALID_ARGUMENT for another name.
  */
 ETRT_C_API int etrt_counter(const char* name, int64_t* value);
 

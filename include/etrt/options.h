@@ -61,6 +61,21 @@ inline constexpr char kOptionWeightStreamingBudget[] = "weight_streaming_budget"
 /// delegate falls back to plain enqueues for good (one log line).
 /// docs/cuda-graphs.md.
 inline constexpr char kOptionCudaGraphs[] = "cuda_graphs";
+/// bool, default false. Every delegate of the program loaded with it draws
+/// its TensorRT execution memory (scratch) from one buffer per device, sized
+/// to the largest single need instead of one buffer each (the sum): delegates
+/// of one method run one after another. Contexts are created without memory
+/// of their own. The buffer grows when a delegate with a larger need loads
+/// (each sharing delegate moves to it before its next execution, dropping its
+/// CUDA graphs), shrinks when the largest leaves and is freed with the last.
+/// Executions that share it are serialized, and work on another stream (a
+/// second Module of the program on another thread, another caller stream)
+/// is ordered after the last one on the device, never overlapped. "The
+/// program": the NamedDataMap ExecuTorch gives its delegates (the scope of
+/// delegate-owned state, etrt/state.h); programs without named data share one
+/// buffer. context_per_profile's contexts share it too. docs/tensorrt.md,
+/// "Shared scratch".
+inline constexpr char kOptionSharedScratch[] = "shared_scratch";
 /// bool, default false. Lets TensorRT run host code a plan carries: a
 /// version-compatible plan that embeds its lean runtime (built with
 /// kVERSION_COMPATIBLE and without kEXCLUDE_LEAN_RUNTIME) loads only with it
@@ -88,6 +103,11 @@ inline constexpr char kCounterLastProfile[] = "last_profile";
 /// INT_MAX reads as INT_MAX through get_option; the C ABI's etrt_counter gives
 /// the full 64-bit value.)
 inline constexpr char kCounterStateBytes[] = "state_bytes";
+/// Bytes of TensorRT execution memory (scratch) the live delegates hold now:
+/// every shared pool (kOptionSharedScratch) once, plus each other delegate's
+/// own. (An int through get_option, capped at INT_MAX; etrt_counter gives the
+/// 64-bit value.)
+inline constexpr char kCounterScratchBytes[] = "scratch_bytes";
 
 /// What libetrt did about a CUDA device allocator when it loaded (one of
 /// CudaAllocatorState). A program exported with a CUDA target device (every

@@ -16,6 +16,7 @@
 #include "backend/counters.h"
 #include "backend/delegate_state.h"
 #include "backend/load_options.h"
+#include "backend/scratch_pool.h"
 #include "etrt/options.h"
 #include "etrt/profile_guard.h"
 #include "etrt/report.h"
@@ -261,6 +262,8 @@ int etrt_counter(const char* name, int64_t* value) {
     *value = c.last_profile;
   } else if (std::strcmp(name, etrt::kCounterStateBytes) == 0) {
     *value = etrt::backend::state_bytes_held();
+  } else if (std::strcmp(name, etrt::kCounterScratchBytes) == 0) {
+    *value = etrt::backend::scratch_bytes_held();
   } else {
     return ETRT_E_INVALID_ARGUMENT;
   }

@@ -21,6 +21,7 @@
 #include "backend/device.h"
 #include "backend/io_slot.h"
 #include "backend/load_options.h"
+#include "backend/scratch_pool.h"
 #include "backend/thread_state.h"
 #include "blob/blob.h"
 #include "common/error.h"
@@ -110,7 +111,7 @@ class Delegate {
   Error apply_weight_streaming(Diagnostic& why);
   Error build_profile_table(Diagnostic& why);
   Error bind_state(const blob::Metadata& metadata, const executorch::runtime::NamedDataMap* data, Diagnostic& why);
-  Error create_contexts(engine::StreamHandle stream, Diagnostic& why);
+  Error create_contexts(engine::StreamHandle stream, const void* program, Diagnostic& why);
   Error prepare_staging(engine::StreamHandle stream, Diagnostic& why);
   Error plan_output_staging(engine::StreamHandle stream, std::vector<size_t>* bytes, Diagnostic& why);
   void size_execution_scratch();
@@ -148,6 +149,8 @@ class Delegate {
   Error finish_in_place(const Target& target, DeviceCall& device);
   Error refuse_argument_count(size_t found);
   Error finish(const ThreadState& thread, const Outcome& outcome, Error status);
+  Error take_scratch(ScratchPool& pool, DeviceCall& device);
+  Error rebind_scratch(ScratchPool& pool);
 
   char name_[64] = {};
   LoadOptions options_;
@@ -163,7 +166,14 @@ class Delegate {
   std::unique_ptr<engine::Engine> engine_;
   // Device engines: the device, staging buffers and in-flight event (device.h).
   DeviceState device_;
+  // Where the contexts run. kContextPerProfile without shared_scratch: scratch_, shared by its contexts. With
+  // shared_scratch: the pool of the program and device (scratch_pool.h), which the contexts are given before an
+  // execution whenever its generation differs from scratch_generation_ (0: never given). The delegate leaves the
+  // pool after its contexts are gone and before device_, whose in-flight event the pool may name, is.
   DeviceBuffer scratch_;
+  PrivateScratch private_scratch_;  // what the counter scratch_bytes counts of this delegate's own
+  ScratchHold scratch_pool_;
+  uint64_t scratch_generation_ = 0;
   // kSwitch: one context. kContextPerProfile: contexts_[p] is bound to profile p.
   std::vector<std::unique_ptr<engine::ExecutionContext>> contexts_;
   std::vector<ContextCache> context_caches_;  // parallel to contexts_

@@ -14,6 +14,7 @@
 #include "backend/delegate.h"
 #include "backend/last_error.h"
 #include "backend/nvtx_range.h"
+#include "backend/scratch_pool_policy.h"
 #include "common/compiler.h"
 #include "etrt/report.h"
 
@@ -74,10 +75,45 @@ Error Delegate::execute(Span<EValue*> args) {
   DeviceCall device(device_, name_, why_);
   Outcome outcome;
   Error status = device.begin();  // 2. wait for the previous in-flight work
+  // shared_scratch: the pool's lock (after the delegate's: scratch_pool.h, "Locks"), then its last user's work.
+  ScratchPool* const pool = status == Error::Ok ? scratch_pool_.pool() : nullptr;
+  if (pool != nullptr) {
+    pool->lock();
+    status = take_scratch(*pool, device);
+  }
   if (status == Error::Ok) status = run_steps(thread, device, args, &outcome);
   // Before the lock is released: the next execution must find this one's in-flight event recorded.
   status = device.end(status);
+  if (pool != nullptr) {
+    device.pass_scratch_turn(&pool->turn());
+    pool->unlock();
+  }
   return finish(thread, outcome, status);
+}
+
+// Under the pool's lock, before anything of this execution reaches the device: orders the stream after the pool's
+// last work and, when the pool's buffer changed since the contexts were given it, gives them the new one. On a
+// steady call that is a comparison and, on another stream than the last user's, one cudaStreamWaitEvent.
+inline Error Delegate::take_scratch(ScratchPool& pool, DeviceCall& device) {
+  const Error status = device.wait_for_scratch(pool.turn());
+  if (status != Error::Ok || !must_rebind(scratch_generation_, pool.generation())) return status;
+  return rebind_scratch(pool);
+}
+
+// The pool's buffer is new (this delegate's first execution, or the pool grew or shrank since its last): every
+// context is given it, and nothing captured against the old one is used again -- the CUDA graphs are dropped and each
+// context's next enqueue runs plainly first, as after any change (docs/cuda-graphs.md).
+ETRT_COLD ETRT_NOINLINE Error Delegate::rebind_scratch(ScratchPool& pool) {
+  for (size_t c = 0; c < contexts_.size(); ++c) {
+    if (contexts_[c]->set_device_memory(pool.data(), pool.size(), why_) != Error::Ok) {
+      why_.prepend("could not give context %zu the shared scratch memory (%zu bytes): ", c, pool.size());
+      return Error::Internal;
+    }
+    context_caches_[c].ran = false;
+  }
+  drop_all_graphs(&device_);
+  scratch_generation_ = pool.generation();
+  return Error::Ok;
 }
 
 // Steps 3-8, after the wait for in-flight work; `device` carries the stream. The steps below are inlined into it

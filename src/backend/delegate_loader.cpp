@@ -144,7 +144,7 @@ Error Delegate::load(const void* blob, size_t size, const executorch::runtime::N
   if (status == Error::Ok && parsed.metadata.profile_signature)
     status = check_signature(*parsed.metadata.profile_signature, table_, inputs_, why);
   if (status == Error::Ok) status = bind_state(parsed.metadata, data, why);
-  if (status == Error::Ok) status = create_contexts(stream, why);
+  if (status == Error::Ok) status = create_contexts(stream, data, why);
   if (status == Error::Ok) status = prepare_staging(stream, why);
   if (status == Error::Ok && on_device) status = finish_load_work(why);
   if (status != Error::Ok) {
@@ -448,12 +448,12 @@ Error Delegate::bind_state(const blob::Metadata& metadata, const executorch::run
   return Error::Ok;
 }
 
-Error Delegate::create_contexts(engine::StreamHandle stream, Diagnostic& why) {
+Error Delegate::create_contexts(engine::StreamHandle stream, const void* program, Diagnostic& why) {
   engine::Engine& engine = *engine_;
   const int32_t n_profiles = engine.num_profiles();
   strategy_ = options_.strategy == ProfileStrategy::kContextPerProfile && n_profiles > 1 ? Strategy::kContextPerProfile
                                                                                          : Strategy::kSwitch;
-  if (strategy_ == Strategy::kSwitch) {
+  if (strategy_ == Strategy::kSwitch && !options_.shared_scratch) {
     std::unique_ptr<engine::ExecutionContext> context;
     const Error status = engine.create_context(engine::ContextOptions{}, &context, why);
     if (status != Error::Ok) {
@@ -461,23 +461,36 @@ Error Delegate::create_contexts(engine::StreamHandle stream, Diagnostic& why) {
       return status;
     }
     contexts_.push_back(std::move(context));
+    private_scratch_.count(engine.device_memory_size());  // the context's own, which TensorRT allocated
     return Error::Ok;
   }
-  // Context per profile: every context runs in the same scratch buffer. One delegate executes one context at a
-  // time (lock_), so they never need it at once.
-  Error status = scratch_.allocate(engine.memory_kind(), engine.device_memory_size(), why);
+  // Every context runs in one scratch buffer: the delegate's own (context per profile: one delegate executes one
+  // context at a time, under lock_, so they never need it at once), or the program's pool (shared_scratch), whose
+  // members execute one at a time under its lock and whose memory the contexts get before their first enqueue
+  // (Delegate::take_scratch).
+  Error status = Error::Ok;
+  if (options_.shared_scratch) {
+    const ScratchSpec spec{program, engine.memory_kind(), device_.device_id, engine.device_memory_size(), name_};
+    status = join_scratch_pool(spec, &device_, &scratch_pool_, why);
+  } else {
+    status = scratch_.allocate(engine.memory_kind(), engine.device_memory_size(), why);
+    private_scratch_.count(scratch_.size());
+  }
   if (status != Error::Ok) return status;
-  for (int32_t p = 0; p < n_profiles; ++p) {
+  const int32_t n_contexts = strategy_ == Strategy::kContextPerProfile ? n_profiles : 1;
+  for (int32_t p = 0; p < n_contexts; ++p) {
     std::unique_ptr<engine::ExecutionContext> context;
     status = engine.create_context(engine::ContextOptions{/*user_managed_memory=*/true}, &context, why);
     if (status != Error::Ok) {
       why.prepend("could not create the execution context for profile %d: ", p);
       return status;
     }
-    status = context->set_device_memory(scratch_.data(), scratch_.size(), why);
-    if (status != Error::Ok) {
-      why.prepend("could not give profile %d's context its scratch memory: ", p);
-      return status;
+    if (!options_.shared_scratch) {
+      status = context->set_device_memory(scratch_.data(), scratch_.size(), why);
+      if (status != Error::Ok) {
+        why.prepend("could not give profile %d's context its scratch memory: ", p);
+        return status;
+      }
     }
     // On the load stream; load() waits for it before returning, so no execution's stream races with it.
     if (p != 0) {

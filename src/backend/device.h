@@ -53,6 +53,12 @@ class DeviceBuffer {
   void* data() const { return data_; }
   size_t size() const { return size_; }
   engine::MemoryKind kind() const { return kind_; }
+  // Trades memory with `other` (a shared scratch pool replacing its buffer, scratch_pool.cpp).
+  void swap(DeviceBuffer& other) noexcept {
+    std::swap(kind_, other.kind_);
+    std::swap(data_, other.data_);
+    std::swap(size_, other.size_);
+  }
 
  private:
   // Frees the memory the way allocate() got it: device_cuda.cpp or device_host.cpp.
@@ -108,6 +114,22 @@ struct DeviceState {
   DeviceState(const DeviceState&) = delete;
   DeviceState& operator=(const DeviceState&) = delete;
 };
+
+// The last work issued in a shared scratch buffer (scratch_pool.h): the in-flight event of the execution that issued
+// it (its delegate's, recorded by DeviceCall::end) and the stream it went on. Host engines run synchronously and
+// leave none: for them the pool's lock is the whole ordering.
+struct ScratchTurn {
+  void* event = nullptr;   // cudaEvent_t; null: nothing of the last user's may still be running
+  void* stream = nullptr;  // cudaStream_t
+  bool finished = true;    // the execution waited for its work before returning
+};
+
+// Blocks until the work `turn` names has finished on the device (before a shared scratch buffer is replaced).
+void wait_for_scratch_turn(const ScratchTurn& turn);
+
+// Destroys every CUDA graph the delegate captured (the scratch its contexts run in moved: a graph keeps the old
+// addresses). The next execution of each context enqueues plainly first, as after any change.
+void drop_all_graphs(DeviceState* state);
 
 // True when this build can run engines whose memory kind is `kind`.
 bool memory_kind_supported(engine::MemoryKind kind);
@@ -222,6 +244,13 @@ class DeviceCall {
   // held). The destructor restores the device.
   [[nodiscard]] Error end(Error status);
 
+  // A delegate drawing on a shared scratch buffer, under the pool's lock. After begin(): orders this execution's
+  // stream after the pool's last work when another stream issued it (cudaStreamWaitEvent, on the device; the host
+  // does not wait). Internal when CUDA fails.
+  [[nodiscard]] Error wait_for_scratch(const ScratchTurn& last);
+  // After end(): if this execution issued work and recorded its in-flight event, it is the pool's last work now.
+  void pass_scratch_turn(ScratchTurn* turn) const;
+
  private:
   // Device engines: `tensor` is in memory of the delegate's device or in managed memory.
   bool on_delegate_device(const executorch::aten::Tensor& tensor) const;
@@ -236,6 +265,10 @@ class DeviceCall {
   bool host_memory_in_flight_ = false;
   // The caller handed over its stream (CudaStreamGuard); without one, end() waits for the execution's work.
   bool caller_stream_ = false;
+  // end() recorded the in-flight event after this execution's work, and waited for it on the host (nothing of it
+  // is left on the device).
+  bool recorded_ = false;
+  bool finished_ = false;
 };
 
 }  // namespace etrt::backend

@@ -15,6 +15,7 @@
 
 #include "backend/device.h"
 #include "backend/nvtx_range.h"
+#include "backend/scratch_pool_policy.h"
 #include "backend/staging.h"
 #include "common/error.h"
 #include "etrt/stream_guard.h"
@@ -265,6 +266,38 @@ void wait_for_in_flight(DeviceState& state) {
   if (status != cudaSuccess) (void)cudaGetLastError();
 }
 
+// ---- shared scratch (scratch_pool.h) ----
+
+void wait_for_scratch_turn(const ScratchTurn& turn) {
+  if (turn.event == nullptr || turn.finished) return;
+  // As wait_for_in_flight: a device error here is reported by the execution that caused it.
+  if (cudaEventSynchronize(as_event(turn.event)) != cudaSuccess) (void)cudaGetLastError();
+}
+
+void drop_all_graphs(DeviceState* state) {
+  for (GraphSet& graphs : state->graphs) drop_graphs(graphs);
+}
+
+Error DeviceCall::wait_for_scratch(const ScratchTurn& last) {
+  // The delegate's own event was waited for by begin(), under the same rule.
+  if (!state_.device || last.event == nullptr || last.event == state_.in_flight_event) return Error::Ok;
+  if (!must_wait_for_last_user(!last.finished, last.stream, stream_, stream_ == cudaStreamPerThread)) return Error::Ok;
+  const cudaError_t status = cudaStreamWaitEvent(as_stream(stream_), as_event(last.event), 0);
+  if (status != cudaSuccess)
+    return fail(why_, Error::Internal,
+                "ordering this execution after the last one in the shared scratch memory failed "
+                "(cudaStreamWaitEvent): %s",
+                cuda_text(status).c_str());
+  return Error::Ok;
+}
+
+void DeviceCall::pass_scratch_turn(ScratchTurn* turn) const {
+  if (!recorded_) return;
+  turn->event = state_.in_flight_event;
+  turn->stream = stream_;
+  turn->finished = finished_;
+}
+
 // ---- one execution ----
 
 Error DeviceCall::begin() {
@@ -475,6 +508,7 @@ Error DeviceCall::end(Error status) {
   cudaError_t cuda = cudaEventRecord(as_event(state_.in_flight_event), as_stream(stream_));
   const char* call = "cudaEventRecord";
   if (cuda == cudaSuccess) {
+    recorded_ = true;
     state_.in_flight_recorded = true;
     state_.in_flight_stream = stream_;
     // Without a caller stream nobody else can order work after ours -- another delegate reading these outputs
@@ -484,6 +518,7 @@ Error DeviceCall::end(Error status) {
       const NvtxRange range("etrt wait for the device");
       cuda = cudaEventSynchronize(as_event(state_.in_flight_event));
       call = "cudaEventSynchronize";
+      finished_ = cuda == cudaSuccess;
     }
   }
   // A kernel fault surfaces here; the CUDA context is then unusable, and saying so beats a later mystery.

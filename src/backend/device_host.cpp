@@ -65,6 +65,9 @@ Error fill_buffer(const DeviceBuffer& buffer, const void* data, size_t bytes, Di
 
 void wait_for_in_flight(DeviceState& /*state*/) {}
 
+void wait_for_scratch_turn(const ScratchTurn& /*turn*/) {}
+void drop_all_graphs(DeviceState* /*state*/) {}
+
 GraphSet::~GraphSet() = default;
 void prepare_graphs(DeviceState* /*state*/, size_t /*num_contexts*/, size_t /*num_inputs*/, size_t /*num_args*/) {}
 
@@ -106,5 +109,9 @@ Error DeviceCall::write_back_state(void* state, const void* output, size_t bytes
 }
 
 Error DeviceCall::end(Error status) { return status; }
+
+// Host engines run synchronously: the pool's lock is the whole ordering.
+Error DeviceCall::wait_for_scratch(const ScratchTurn& /*last*/) { return Error::Ok; }
+void DeviceCall::pass_scratch_turn(ScratchTurn* /*turn*/) const { (void)recorded_, (void)finished_; }
 
 }  // namespace etrt::backend

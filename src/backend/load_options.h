@@ -32,6 +32,9 @@ struct LoadOptions {
   bool cuda_graphs = false;
   // Let TensorRT run host code the plan carries (kOptionEngineHostCode).
   bool engine_host_code = false;
+  // Draw execution memory from the one scratch pool of the program, device and memory kind (kOptionSharedScratch,
+  // scratch_pool.h) instead of a buffer of the delegate's own.
+  bool shared_scratch = false;
   // Plugin libraries to load before deserializing, ':'-separated (kOptionPluginLibraries); empty: none.
   char plugin_libraries[executorch::runtime::kMaxOptionValueLength] = {};
 

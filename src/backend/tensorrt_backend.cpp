@@ -20,6 +20,7 @@
 #include "backend/delegate_state.h"
 #include "backend/last_error.h"
 #include "backend/nvtx_range.h"
+#include "backend/scratch_pool.h"
 #include "etrt/options.h"
 #include "etrt/report.h"
 
@@ -115,12 +116,14 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
         option.value = static_cast<int>(totals.last_profile);
       } else if (std::strcmp(option.key, kCounterStateBytes) == 0) {
         option.value = static_cast<int>(std::min<int64_t>(state_bytes_held(), INT_MAX));
+      } else if (std::strcmp(option.key, kCounterScratchBytes) == 0) {
+        option.value = static_cast<int>(std::min<int64_t>(scratch_bytes_held(), INT_MAX));
       } else if (std::strcmp(option.key, kCudaAllocatorState) == 0) {
         option.value = static_cast<int>(cuda_allocator_state());
       } else {
-        ET_LOG(Error, "TensorRTBackend has no option '%s'; readable: %s, %s, %s, %s, %s", option.key,
+        ET_LOG(Error, "TensorRTBackend has no option '%s'; readable: %s, %s, %s, %s, %s, %s", option.key,
                kCounterProfileSwitches, kCounterExecutions, kCounterLastProfile, kCounterStateBytes,
-               kCudaAllocatorState);
+               kCounterScratchBytes, kCudaAllocatorState);
         return Error::NotFound;
       }
     }

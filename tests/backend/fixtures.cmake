@@ -8,9 +8,11 @@
 # generator (--programs <name>,<name>...), which fails the build unless it wrote exactly the listed programs:
 # adding, renaming or removing a fixture means changing make_fixtures.cpp and this file together.
 
-# Both modes (shared_fixtures() and refusal_fixtures() in make_fixtures.cpp).
+# Both modes (shared_fixtures(), refusal_fixtures() and scratch_fixtures() in make_fixtures.cpp).
 set(_etrt_shared_fixture_names llm overlap single_dynamic big_output small_capacity single_static mixed foreign
-    shape_tensor truncated tensorrt_plan signature_mismatch)
+    shape_tensor truncated tensorrt_plan signature_mismatch
+    # scratch_fixtures()
+    scratch_chain scratch_big)
 
 set(ETRT_FIXTURE_NAMES ${_etrt_shared_fixture_names}
     # adapter_fixtures()
@@ -24,4 +26,5 @@ set(ETRT_FIXTURE_NAMES ${_etrt_shared_fixture_names}
 
 set(ETRT_GPU_FIXTURE_NAMES ${_etrt_shared_fixture_names}
     # cuda_fixtures()
-    llm_unplanned llm_device1 llm_device9 ws_cuda bench_cuda bench_cuda_unplanned bench_host bench_noop bench_graph)
+    llm_unplanned llm_device1 llm_device9 ws_cuda bench_cuda bench_cuda_unplanned bench_host bench_noop bench_graph
+    scratch_n1 scratch_n8 scratch_n32)

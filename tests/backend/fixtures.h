@@ -44,4 +44,24 @@ inline std::vector<float> expected_logits(const std::vector<int64_t>& ids) {
   return out;
 }
 
+// ---- the shared-scratch programs (load option shared_scratch) ----
+// Each delegate: x [1, 4] float32 -> h = 2x (an intermediate, in the context's scratch memory) -> y = h + bias, with
+// bias[j] = its bias for every j, and a scratch need of its own (Builder::set_device_memory_size).
+//   scratch_chain.pte: four delegates in a chain, x -> y0 -> y1 -> y2 -> y3, needing kScratchChainNeeds.
+//   scratch_big.pte:   one delegate needing more than any of them, bias kScratchBigBias.
+inline constexpr int64_t kScratchChainNeeds[] = {16384, 65536, 32768, 8192};
+inline constexpr float kScratchChainBias[] = {1.0f, 2.0f, 3.0f, 4.0f};
+inline constexpr int64_t kScratchBigNeed = 262144;
+inline constexpr float kScratchBigBias = 10.0f;
+// scratch_n1/8/32.pte (the GPU suite's only; bench/gpu/gpu_scratch_bench.cpp): 1, 8, 32 such delegates, bias 1, each
+// needing this much.
+inline constexpr int64_t kScratchBenchNeed = 64ll << 20;
+
+// What scratch_chain computes for `x` (4 values).
+inline std::vector<float> scratch_chain_expected(std::vector<float> x) {
+  for (float bias : kScratchChainBias)
+    for (float& v : x) v = 2.0f * v + bias;
+  return x;
+}
+
 }  // namespace etrt::fixtures

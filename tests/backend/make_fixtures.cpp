@@ -3,7 +3,7 @@
 // (python -m etrt.pte), and the tests load those files through Module.
 //
 // With --cuda it builds the GPU suite's fixtures instead (tests/gpu): the
-// Module suite's programs (shared_fixtures, refusal_fixtures), names and
+// Module suite's programs (shared_fixtures, refusal_fixtures, scratch_fixtures), names and
 // expected values with CUDA-mode reference engines
 // (Builder::set_memory_kind(kDevice)), plus variants only the CUDA path needs:
 // unplanned IO (so a runner can pass device memory in and out), blobs naming
@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <set>
 #include <string>
 #include <utility>
@@ -201,6 +202,47 @@ bool shared_fixtures() {
                    {trt_call("foreign_multi", {"input_ids", "logits"}),
                     call("EtrtTestAddOne", "add_one", {"logits", "plus_one"})});
   return ok;
+}
+
+// One delegate of the shared-scratch programs (fixtures.h): x [1, 4] -> h = 2x, in scratch -> y = h + bias, needing
+// `need` bytes of scratch.
+std::vector<uint8_t> scratch_engine(const std::string& label, float bias, int64_t need, bool tracing = true) {
+  Builder b(label);
+  b.add_input("x", DataType::kFloat32, make_shape({1, 4})).add_output("y", DataType::kFloat32, make_shape({1, 4}));
+  b.add_constant("bias", make_shape({4}), std::vector<float>(4, bias))
+      .scale("x", 2.0f, "h")
+      .add("h", "bias", "y")
+      .set_device_memory_size(static_cast<uint64_t>(need))
+      .set_memory_kind(g_kind)
+      .set_tracing(tracing);
+  return built(b, label);
+}
+
+// A program of delegates <name>_0 .. <name>_<n-1> in a chain, x -> y0 -> ... -> y<n-1>, delegate i adding
+// biases[i % size] and needing needs[i % size] bytes of scratch.
+bool scratch_program(const std::string& name, size_t n, const std::vector<float>& biases,
+                     const std::vector<int64_t>& needs, bool tracing = true) {
+  std::vector<json> values = {tensor("x", "float32", {1, 4}, false)};
+  std::vector<json> calls;
+  bool ok = true;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string blob = name + "_" + std::to_string(i);
+    const std::string in = i == 0 ? "x" : "y" + std::to_string(i - 1), out = "y" + std::to_string(i);
+    ok &= write_blob(blob, scratch_engine(blob, biases[i % biases.size()], needs[i % needs.size()], tracing));
+    values.push_back(tensor(out, "float32", {1, 4}, false));
+    calls.push_back(trt_call(blob, {in, out}));
+  }
+  return ok && write_spec(name, values, {"x"}, {"y" + std::to_string(n - 1)}, calls);
+}
+
+// The shared-scratch programs (fixtures.h), in this run's memory kind.
+bool scratch_fixtures() {
+  using etrt::fixtures::kScratchChainBias;
+  using etrt::fixtures::kScratchChainNeeds;
+  return scratch_program("scratch_chain", std::size(kScratchChainNeeds),
+                         std::vector<float>(std::begin(kScratchChainBias), std::end(kScratchChainBias)),
+                         std::vector<int64_t>(std::begin(kScratchChainNeeds), std::end(kScratchChainNeeds))) &&
+         scratch_program("scratch_big", 1, {etrt::fixtures::kScratchBigBias}, {etrt::fixtures::kScratchBigNeed});
 }
 
 // Programs the backend must refuse at load, in both modes (module_e2e_test.cpp's ModuleEngineTest).
@@ -618,6 +660,10 @@ bool cuda_fixtures() {
         llm_spec("bench_host", "bench_host", 64, 64);
   // The CUDA-graph benchmark's decoder, tracing off.
   ok &= graph_program("bench_graph", false);
+  // The shared-scratch memory benchmark (bench/gpu/gpu_scratch_bench.cpp): N = 1, 8, 32 single-layer delegates in a
+  // chain, each needing kScratchBenchNeed bytes of scratch, tracing off.
+  for (const size_t n : {1, 8, 32})
+    ok &= scratch_program("scratch_n" + std::to_string(n), n, {1.0f}, {etrt::fixtures::kScratchBenchNeed}, false);
   ok &= write_text("noop.blob", "noop") &&
         write_spec("bench_noop",
                    {tensor("input_ids", "int64", {1, 64}, true), tensor("logits", "float32", {1, 64, H}, true)},
@@ -678,7 +724,7 @@ int main(int argc, char** argv) {
   }
   g_dir = argv[argc - 1];
   g_kind = cuda ? MemoryKind::kDevice : MemoryKind::kHost;
-  const bool ok = shared_fixtures() && refusal_fixtures() &&
+  const bool ok = shared_fixtures() && refusal_fixtures() && scratch_fixtures() &&
                   (cuda ? cuda_fixtures() : adapter_fixtures() && contract_fixtures() && state_fixtures());
   if (!ok) return 1;
   return written_as_listed(split_names(programs), cuda ? "ETRT_GPU_FIXTURE_NAMES" : "ETRT_FIXTURE_NAMES") ? 0 : 1;

@@ -2,7 +2,8 @@
 # Runs a bundle made by make_bundle.sh on a GPU machine: the GPU suite plainly
 # (etrt_gpu_device_placed_tests included), the device-placed Python run
 # (run_device_placed_python.sh, when the bundle has the exports; python3, or
-# $ETRT_PYTHON), then the benchmark, then the suite under compute-sanitizer memcheck,
+# $ETRT_PYTHON), then the benchmarks (the shared-scratch memory table among them), then the suite under
+# compute-sanitizer memcheck,
 # racecheck and initcheck. One log per step in <log-dir>, and summary.txt with
 # each step's exit code, duration, test counts and sanitizer verdicts.
 # The demo decoder's test dumps its logits per step to
@@ -69,6 +70,8 @@ sed -n '/^Median over the repetitions of the host time/,$p' "$LOGS/bench.log" | 
 step bench_graphs etrt_bench_gpu_graphs 240 "$HERE/etrt_bench_gpu_graphs" "$@" \
   --benchmark_out="$LOGS/bench_graphs.json" --benchmark_out_format=json
 sed -n '/^Median over the repetitions, per decode step/,$p' "$LOGS/bench_graphs.log" | tee -a "$SUMMARY"
+step bench_scratch etrt_bench_gpu_scratch 120 "$HERE/etrt_bench_gpu_scratch" "$HERE/fixtures"
+sed -n '/^Device memory of a program of N single-layer delegates/,$p' "$LOGS/bench_scratch.log" | tee -a "$SUMMARY"
 export ETRT_GPU_TESTS_UNDER_SANITIZER=1
 tests memcheck 170 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 86
 tests racecheck 110 compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 86

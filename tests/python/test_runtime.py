@@ -159,9 +159,10 @@ def test_reports_nest_are_per_thread_and_end_innermost_first(api):
 
 def test_counters_and_the_last_error_without_executions(api):
     value = ctypes.c_int64()
-    for name in (b"profile_switches", b"executions", b"last_profile"):
+    for name in (b"profile_switches", b"executions", b"last_profile", b"state_bytes", b"scratch_bytes"):
         assert api.counter(name, ctypes.byref(value)) == _capi.OK
     assert api.counter(b"last_profile", ctypes.byref(value)) == _capi.OK and value.value == -1
+    assert api.counter(b"scratch_bytes", ctypes.byref(value)) == _capi.OK and value.value == 0  # no delegate lives
     assert api.counter(b"nope", ctypes.byref(value)) == _capi.E_INVALID_ARGUMENT
     api.clear_last_error()
     assert api.has_last_error() == 0 and api.last_error() == ""
@@ -191,6 +192,7 @@ def test_default_load_options_are_checked_like_load_options_and_listed_in_order(
     refusals = [
         (("auto_policy", "sticky"), "'auto_policy' is 'sticky'; use 'sticky_first_fit' or 'first_fit'"),
         (("auto_select_profiles", "yes"), "'auto_select_profiles' must be a bool, got a string"),
+        (("shared_scratch", 1), "'shared_scratch' must be a bool, got a int"),
         (("weight_streaming_budget", "12abc"), "non-negative int or a string of decimal digits"),
         (("weight_streaming_budget", -1), "non-negative int"),
         (("bogus", True), "has no load option 'bogus'; known options: auto_select_profiles"),

@@ -13,6 +13,8 @@
 //    as ExecuTorch calls it (init once, then execute with each caller's own argument tensors). etrt's delegate
 //    serializes executions with its mutex (docs/architecture.md, "lock the delegate"), so this is supported, and
 //    each call runs on the profile its own thread asked for. `OneDelegateExecutedConcurrently...`
+//  * Separate Modules of one program loaded with shared_scratch: their delegates draw on one scratch pool, whose lock
+//    serializes them, while another thread makes the pool grow and shrink. `SeparateModulesSharingOneScratchPool...`
 //
 // Every execution's profile is checked in the thread's etrt::ExecutionReport against a model of the selection
 // rules, and its logits against fixtures.h. Guards and reports are created and destroyed around every execution,
@@ -206,16 +208,19 @@ class Budget {
   std::atomic<bool> stop_{false};
 };
 
-// A Module on kProgram with profile_strategy = `strategy`; the options outlive the load, as Module keeps the map.
+// A Module on kProgram with profile_strategy = `strategy` (and shared_scratch when asked); the options outlive the
+// load, as Module keeps the map.
 struct LoadedModule {
-  et::BackendOptions<1> options;
+  et::BackendOptions<2> options;
   et::LoadBackendOptionsMap map;
   std::unique_ptr<Module> module;
 };
 
-std::unique_ptr<LoadedModule> load_module(const char* strategy, const std::string& program, std::string* error) {
+std::unique_ptr<LoadedModule> load_module(const char* strategy, const std::string& program, std::string* error,
+                                          bool shared_scratch = false) {
   auto loaded = std::make_unique<LoadedModule>();
   if (loaded->options.set_option(etrt::kOptionProfileStrategy, strategy) != et::Error::Ok ||
+      (shared_scratch && loaded->options.set_option(etrt::kOptionSharedScratch, true) != et::Error::Ok) ||
       loaded->map.set_options(etrt::kBackendId, loaded->options.view()) != et::Error::Ok) {
     *error = "cannot set the load options";
     return nullptr;
@@ -331,6 +336,70 @@ TEST_P(Stress, SeparateModulesEachRunTheProfileTheirOwnGuardsAskFor) {
   failures.expect_none();
   for (size_t t = 0; t < executed.size(); ++t) EXPECT_GE(executed[t], kMinIterations) << "thread " << t;
   EXPECT_GE(background_done.load(), kMinIterations);
+}
+
+// ---- separate Modules on separate threads drawing on one shared scratch pool (load option shared_scratch) ----
+
+// The packer's programs carry no named data, so these Modules are one program to the pool (scratch_pool.h): their
+// executions are serialized on its lock while each keeps its own delegate lock. Meanwhile another thread loads and
+// destroys a program whose delegate needs more scratch than theirs, so the pool grows and shrinks under them and
+// every delegate moves to the new buffer before its next enqueue. Under ThreadSanitizer an execution that ran in
+// the buffer beside another, or in a buffer already freed, is a report.
+TEST_P(Stress, SeparateModulesSharingOneScratchPoolComputeCorrectlyWhileItGrowsAndShrinks) {
+  Budget budget;
+  Failures failures;
+  std::vector<std::unique_ptr<LoadedModule>> modules;
+  for (size_t i = 0; i < std::size(kPatterns); ++i) {
+    std::string error;
+    modules.push_back(load_module(strategy(), kProgram, &error, /*shared_scratch=*/true));
+    ASSERT_NE(modules.back(), nullptr) << error;
+  }
+  std::vector<long> executed(modules.size(), 0);
+  std::atomic<long> resized{0};
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < modules.size(); ++t) {
+    threads.emplace_back([&, t] {
+      const Pattern pattern = kPatterns[t];
+      Module& module = *modules[t]->module;
+      long i = 0;
+      for (; budget.more(i); ++i) {
+        const int32_t tokens = tokens_for(pattern, i, static_cast<long>(t));
+        const std::string bad = with_request(pattern, [&] { return forward(module, token_ids(tokens, i)); });
+        if (!bad.empty()) {
+          failures.add(std::string(name_of(pattern)) + ", thread " + std::to_string(t) + ", iteration " +
+                       std::to_string(i) + ": " + bad);
+          budget.stop();
+          break;
+        }
+      }
+      executed[t] = i;
+    });
+  }
+  threads.emplace_back([&] {
+    long i = 0;
+    for (; budget.more(i); ++i) {
+      std::string error;
+      auto big = load_module(strategy(), "scratch_big", &error, /*shared_scratch=*/true);
+      if (big == nullptr) {
+        failures.add("growing the pool: " + error);
+        return;
+      }
+      std::vector<float> x = {1.0f, 2.0f, 3.0f, 4.0f};
+      const auto result = big->module->forward(from_blob(x.data(), {1, 4}, ScalarType::Float));
+      if (!result.ok()) {
+        failures.add(std::string("scratch_big: forward failed: ") + etrt::last_error_message());
+        return;
+      }
+      const float* y = result.get()[0].toTensor().const_data_ptr<float>();
+      for (size_t j = 0; j < x.size(); ++j)
+        if (y[j] != 2.0f * x[j] + etrt::fixtures::kScratchBigBias) failures.add("scratch_big: wrong output");
+    }
+    resized += i;
+  });
+  for (std::thread& t : threads) t.join();
+  failures.expect_none();
+  for (size_t t = 0; t < executed.size(); ++t) EXPECT_GE(executed[t], kMinIterations) << "thread " << t;
+  EXPECT_GE(resized.load(), kMinIterations);
 }
 
 // ---- one Module, shared; whole executions serialized by the runner ----

@@ -113,14 +113,16 @@ def report() -> Report:
     return Report()
 
 
-_COUNTERS = ("profile_switches", "executions", "last_profile", "state_bytes")
+_COUNTERS = ("profile_switches", "executions", "last_profile", "state_bytes", "scratch_bytes")
 
 
 def counters() -> Dict[str, int]:
     """The process-wide counters (etrt/options.h kCounter*): profile switches and
     executions of all etrt delegates since the process started, the profile
     of the most recent execution (-1 before the first), and the bytes of
-    delegate-owned state the live delegates hold (``state_bytes``)."""
+    delegate-owned state the live delegates hold (``state_bytes``) and the bytes
+    of TensorRT execution memory they hold (``scratch_bytes``: each shared
+    scratch pool once, plus every other delegate's own)."""
     out = {}
     value = ctypes.c_int64()
     for name in _COUNTERS:

@@ -1,0 +1,252 @@
+// One scratch for all delegates of a program (load option shared_scratch, docs/design.md decision 19), through
+// ExecuTorch's Module and the GPU-free NvInfer's host engines: the program holds the largest single need instead of
+// the sum, computes the same, grows when a delegate with a larger need joins (the others moving to the new buffer
+// before their next enqueue), shrinks and frees as delegates leave, and serializes two Modules of one program on two
+// threads. The counter scratch_bytes says what is held.
+//
+// scratch_chain.pte and scratch_big.pte come from the project's packer, which writes no named data: their delegates
+// share the null scope (scratch_pool.h), so every program loaded here with the option shares one pool.
+
+#include <gtest/gtest.h>
+
+#include <executorch/extension/module/module.h>
+#include <executorch/extension/tensor/tensor.h>
+#include <executorch/runtime/backend/interface.h>
+#include <executorch/runtime/backend/options.h>
+
+#include <algorithm>
+#include <iterator>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "etrt/options.h"
+#include "etrt/report.h"
+#include "etrt_gpufree/trace.h"
+#include "module_test_util.h"
+
+namespace {
+
+namespace et = ::executorch::runtime;
+namespace gpufree = etrt::gpufree;
+namespace fx = etrt::fixtures;
+using etrt::module_test::count;
+using etrt::module_test::fixture;
+using etrt::module_test::trace_text;
+using ::executorch::aten::ScalarType;
+using ::executorch::extension::from_blob;
+using ::executorch::extension::Module;
+
+constexpr size_t kChain = std::size(fx::kScratchChainNeeds);
+const int64_t kChainSum = std::accumulate(std::begin(fx::kScratchChainNeeds), std::end(fx::kScratchChainNeeds), 0ll);
+const int64_t kChainLargest = *std::max_element(std::begin(fx::kScratchChainNeeds), std::end(fx::kScratchChainNeeds));
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+int64_t scratch_bytes() {
+  et::BackendOption option;
+  std::snprintf(option.key, sizeof(option.key), "%s", etrt::kCounterScratchBytes);
+  option.value = 0;
+  et::Span<et::BackendOption> span(&option, 1);
+  EXPECT_EQ(et::get_option(etrt::kBackendId, span), et::Error::Ok);
+  return std::get<int>(option.value);
+}
+
+// Load options: shared_scratch on or off, and optionally a profile strategy. The map points into the object: keep it
+// alive across the load.
+struct Options {
+  et::BackendOptions<2> options;
+  et::LoadBackendOptionsMap map;
+  explicit Options(bool shared, const char* strategy = nullptr) {
+    EXPECT_EQ(options.set_option(etrt::kOptionSharedScratch, shared), et::Error::Ok);
+    if (strategy != nullptr) {
+      EXPECT_EQ(options.set_option(etrt::kOptionProfileStrategy, strategy), et::Error::Ok);
+    }
+    EXPECT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
+  }
+};
+
+std::unique_ptr<Module> loaded(const std::string& name, bool shared, const char* strategy = nullptr) {
+  Options options(shared, strategy);
+  auto module = std::make_unique<Module>(fixture(name));
+  etrt::clear_last_error();
+  et::Error status = module->load(options.map);
+  if (status == et::Error::Ok) status = module->load_forward();
+  EXPECT_EQ(status, et::Error::Ok) << name << ": " << etrt::last_error_message();
+  return module;
+}
+
+std::vector<float> run(Module& module, std::vector<float> x) {
+  auto result = module.forward(from_blob(x.data(), {1, 4}, ScalarType::Float));
+  EXPECT_TRUE(result.ok()) << etrt::last_error_message();
+  if (!result.ok()) return {};
+  const auto& y = result.get()[0].toTensor();
+  return std::vector<float>(y.const_data_ptr<float>(), y.const_data_ptr<float>() + y.numel());
+}
+
+std::vector<float> big_expected(std::vector<float> x) {
+  for (float& v : x) v = 2.0f * v + fx::kScratchBigBias;
+  return x;
+}
+
+std::string chain_label(size_t i) { return "scratch_chain_" + std::to_string(i); }
+
+int64_t chain_count(gpufree::TraceKind kind) {
+  int64_t n = 0;
+  for (size_t i = 0; i < kChain; ++i) n += count(chain_label(i), kind);
+  return n;
+}
+
+void clear_chain_traces() {
+  for (size_t i = 0; i < kChain; ++i) gpufree::clear_trace(chain_label(i));
+}
+
+const std::vector<float> kX = {0.5f, -1.0f, 2.0f, 3.25f};
+
+TEST(SharedScratch, WithoutTheOptionEachDelegateHoldsItsOwnScratchTheSumOfTheNeeds) {
+  const int64_t before = scratch_bytes();
+  {
+    auto module = loaded("scratch_chain", /*shared=*/false);
+    EXPECT_EQ(scratch_bytes(), before + kChainSum);
+    EXPECT_EQ(run(*module, kX), fx::scratch_chain_expected(kX));
+  }
+  EXPECT_EQ(scratch_bytes(), before);
+}
+
+TEST(SharedScratch, WithTheOptionTheProgramHoldsTheLargestSingleNeedAndComputesTheSame) {
+  const int64_t before = scratch_bytes();
+  auto own = loaded("scratch_chain", /*shared=*/false);
+  const std::vector<float> want = run(*own, kX);
+  own.reset();
+  {
+    auto shared = loaded("scratch_chain", /*shared=*/true);
+    EXPECT_EQ(scratch_bytes(), before + kChainLargest);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(run(*shared, kX), want) << "call " << i;
+    EXPECT_EQ(want, fx::scratch_chain_expected(kX));
+  }
+  EXPECT_EQ(scratch_bytes(), before) << "the pool is freed with its last delegate";
+}
+
+TEST(SharedScratch, ContextsAreCreatedWithoutMemoryAndGivenThePoolsBeforeTheirFirstEnqueueOnly) {
+  clear_chain_traces();
+  auto module = loaded("scratch_chain", /*shared=*/true);
+  for (size_t i = 0; i < kChain; ++i) {
+    const auto created = etrt::module_test::events_of(chain_label(i), gpufree::TraceKind::kCreateContext, true);
+    ASSERT_EQ(created.size(), 1u) << trace_text(chain_label(i));
+    EXPECT_TRUE(created[0].user_managed_memory) << chain_label(i);
+  }
+  EXPECT_EQ(chain_count(gpufree::TraceKind::kSetDeviceMemory), 0) << "not at load";
+  run(*module, kX);
+  EXPECT_EQ(chain_count(gpufree::TraceKind::kSetDeviceMemory), static_cast<int64_t>(kChain));
+  for (size_t i = 0; i < kChain; ++i) {
+    const auto given = etrt::module_test::events_of(chain_label(i), gpufree::TraceKind::kSetDeviceMemory, true);
+    ASSERT_EQ(given.size(), 1u);
+    EXPECT_EQ(given[0].size, static_cast<uint64_t>(kChainLargest)) << "every delegate runs in the one buffer";
+  }
+  clear_chain_traces();
+  for (int i = 0; i < 3; ++i) run(*module, kX);
+  EXPECT_EQ(chain_count(gpufree::TraceKind::kSetDeviceMemory), 0) << "a steady call gives nothing again";
+  EXPECT_EQ(chain_count(gpufree::TraceKind::kSetTensorAddress), 0) << "and stays on the repeat fast path";
+  EXPECT_EQ(chain_count(gpufree::TraceKind::kEnqueue), static_cast<int64_t>(3 * kChain));
+}
+
+TEST(SharedScratch, ThePoolGrowsWhenADelegateWithALargerNeedJoinsAndTheOthersMoveToIt) {
+  const int64_t before = scratch_bytes();
+  auto chain = loaded("scratch_chain", /*shared=*/true);
+  EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
+  {
+    auto big = loaded("scratch_big", /*shared=*/true);
+    EXPECT_EQ(scratch_bytes(), before + fx::kScratchBigNeed) << "grown to the new largest need, not added";
+    clear_chain_traces();
+    EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
+    const auto given = etrt::module_test::events_of(chain_label(0), gpufree::TraceKind::kSetDeviceMemory, true);
+    ASSERT_EQ(given.size(), 1u) << "re-pointed before its next enqueue\n" << trace_text(chain_label(0));
+    EXPECT_EQ(given[0].size, static_cast<uint64_t>(fx::kScratchBigNeed));
+    EXPECT_EQ(chain_count(gpufree::TraceKind::kSetDeviceMemory), static_cast<int64_t>(kChain));
+    EXPECT_EQ(run(*big, kX), big_expected(kX));
+    EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
+  }
+  EXPECT_EQ(scratch_bytes(), before + kChainLargest) << "shrunk back when the largest left";
+  clear_chain_traces();
+  EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
+  EXPECT_EQ(chain_count(gpufree::TraceKind::kSetDeviceMemory), static_cast<int64_t>(kChain));
+  chain.reset();
+  EXPECT_EQ(scratch_bytes(), before);
+}
+
+TEST(SharedScratch, ADelegateWithASmallerNeedJoinsWithoutMovingAnyone) {
+  const int64_t before = scratch_bytes();
+  auto big = loaded("scratch_big", /*shared=*/true);
+  EXPECT_EQ(run(*big, kX), big_expected(kX));
+  gpufree::clear_trace("scratch_big_0");
+  auto chain = loaded("scratch_chain", /*shared=*/true);
+  EXPECT_EQ(scratch_bytes(), before + fx::kScratchBigNeed);
+  EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
+  EXPECT_EQ(run(*big, kX), big_expected(kX));
+  EXPECT_EQ(count("scratch_big_0", gpufree::TraceKind::kSetDeviceMemory), 0) << trace_text("scratch_big_0");
+}
+
+TEST(SharedScratch, ADelegateLoadedWithoutTheOptionKeepsItsOwnScratch) {
+  const int64_t before = scratch_bytes();
+  auto chain = loaded("scratch_chain", /*shared=*/true);
+  auto big = loaded("scratch_big", /*shared=*/false);
+  EXPECT_EQ(scratch_bytes(), before + kChainLargest + fx::kScratchBigNeed);
+  EXPECT_EQ(run(*big, kX), big_expected(kX));
+  EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
+}
+
+TEST(SharedScratch, ContextPerProfileContextsDrawOnThePoolToo) {
+  const int64_t before = scratch_bytes();
+  int64_t own = 0;
+  {
+    auto module = loaded("llm", /*shared=*/false, etrt::kStrategyContextPerProfile);
+    own = scratch_bytes() - before;
+  }
+  ASSERT_GT(own, 0);
+  auto module = loaded("llm", /*shared=*/true, etrt::kStrategyContextPerProfile);
+  EXPECT_EQ(scratch_bytes(), before + own) << "one buffer for both contexts, as without the option";
+  const auto prompt = etrt::module_test::token_ids(40), token = etrt::module_test::token_ids(1);
+  for (int i = 0; i < 2; ++i) {
+    etrt::module_test::expect_logits(etrt::module_test::run_ids(*module, prompt), prompt);
+    etrt::module_test::expect_logits(etrt::module_test::run_ids(*module, token), token);
+  }
+}
+
+TEST(SharedScratch, TwoModulesOfOneProgramOnTwoThreadsShareThePoolAndComputeCorrectly) {
+  const int64_t before = scratch_bytes();
+  auto first = loaded("scratch_chain", /*shared=*/true);
+  auto second = loaded("scratch_chain", /*shared=*/true);
+  EXPECT_EQ(scratch_bytes(), before + kChainLargest) << "no named data: one program identity, one pool";
+  constexpr int kCalls = 200;
+  auto worker = [](Module* module, float offset, int* wrong) {
+    for (int i = 0; i < kCalls; ++i) {
+      const std::vector<float> x = {offset + static_cast<float>(i), offset, -offset, 1.0f};
+      *wrong += run(*module, x) != fx::scratch_chain_expected(x);
+    }
+  };
+  int wrong_first = 0, wrong_second = 0;
+  std::thread a(worker, first.get(), 1.0f, &wrong_first);
+  std::thread b(worker, second.get(), 100.0f, &wrong_second);
+  a.join();
+  b.join();
+  EXPECT_EQ(wrong_first, 0);
+  EXPECT_EQ(wrong_second, 0);
+}
+
+TEST(SharedScratchRefusal, TheOptionMustBeABool) {
+  et::BackendOptions<1> options;
+  ASSERT_EQ(options.set_option(etrt::kOptionSharedScratch, 1), et::Error::Ok);
+  et::LoadBackendOptionsMap map;
+  ASSERT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
+  Module module(fixture("scratch_chain"));
+  etrt::clear_last_error();
+  et::Error status = module.load(map);
+  if (status == et::Error::Ok) status = module.load_forward();
+  EXPECT_EQ(status, et::Error::InvalidArgument);
+  const std::string message = etrt::last_error_message();
+  EXPECT_TRUE(has(message, "TensorRTBackend load option 'shared_scratch' must be a bool, got a int")) << message;
+}
+
+}  // namespace

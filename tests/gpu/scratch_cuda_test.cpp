@@ -1,0 +1,269 @@
+// One scratch for all delegates of a program (load option shared_scratch, docs/design.md decision 19) on a GPU, with
+// CUDA-mode engines: the program holds the largest need instead of the sum (the counter and cudaMemGetInfo say so)
+// and computes the same; the pool grows when a delegate with a larger need loads and the others move to the new
+// buffer; a call on another stream is ordered after the pool's last work on the device, without the host waiting; a
+// CUDA graph captured against the old buffer is dropped when the pool grows; two Modules on two threads, each on a
+// stream of its own, compute correctly. The host-engine cases are tests/backend/module_scratch_test.cpp.
+//
+// The packer's programs carry no named data, so every program loaded here with the option shares one pool per
+// device (scratch_pool.h).
+
+#include <cuda_runtime_api.h>
+
+#include <executorch/extension/module/module.h>
+#include <executorch/extension/tensor/tensor.h>
+#include <executorch/runtime/backend/interface.h>
+#include <executorch/runtime/backend/options.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iterator>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "etrt/options.h"
+#include "etrt/profile_guard.h"
+#include "etrt/report.h"
+#include "etrt/stream_guard.h"
+#include "etrt_gpufree/faults.h"
+#include "etrt_gpufree/trace.h"
+#include "fixtures.h"
+#include "gpu_test_util.h"
+
+namespace etrt::gpu_test {
+namespace {
+
+namespace et = ::executorch::runtime;
+namespace fx = etrt::fixtures;
+namespace gpufree = etrt::gpufree;
+using ::executorch::aten::ScalarType;
+using ::executorch::extension::from_blob;
+using ::executorch::extension::Module;
+
+const int64_t kChainSum = std::accumulate(std::begin(fx::kScratchChainNeeds), std::end(fx::kScratchChainNeeds), 0ll);
+const int64_t kChainLargest = *std::max_element(std::begin(fx::kScratchChainNeeds), std::end(fx::kScratchChainNeeds));
+
+std::string fixture(const std::string& name) {
+  const char* dir = std::getenv("ETRT_GPU_FIXTURE_DIR");
+  return std::string(dir != nullptr && *dir != '\0' ? dir : ETRT_GPU_FIXTURE_DIR) + "/" + name + ".pte";
+}
+
+int64_t scratch_bytes() {
+  et::BackendOption option;
+  std::snprintf(option.key, sizeof(option.key), "%s", etrt::kCounterScratchBytes);
+  option.value = 0;
+  et::Span<et::BackendOption> span(&option, 1);
+  EXPECT_EQ(et::get_option(etrt::kBackendId, span), et::Error::Ok);
+  return std::get<int>(option.value);
+}
+
+// Loads `name` with shared_scratch on or off (and cuda_graphs, when asked).
+std::unique_ptr<Module> loaded(const std::string& name, bool shared, bool graphs = false) {
+  et::BackendOptions<2> options;
+  EXPECT_EQ(options.set_option(etrt::kOptionSharedScratch, shared), et::Error::Ok);
+  EXPECT_EQ(options.set_option(etrt::kOptionCudaGraphs, graphs), et::Error::Ok);
+  et::LoadBackendOptionsMap map;
+  EXPECT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
+  auto module = std::make_unique<Module>(fixture(name));
+  et::Error status = module->load(map);
+  if (status == et::Error::Ok) status = module->load_forward();
+  EXPECT_EQ(status, et::Error::Ok) << name << ": " << etrt::last_error_message();
+  return module;
+}
+
+// One forward() of a scratch program on host tensors (staged), on the caller's stream when one is given.
+std::vector<float> run(Module& module, std::vector<float> x, cudaStream_t stream = nullptr) {
+  std::optional<etrt::CudaStreamGuard> on;
+  if (stream != nullptr) on.emplace(stream);
+  auto result = module.forward(from_blob(x.data(), {1, 4}, ScalarType::Float));
+  EXPECT_TRUE(result.ok()) << etrt::last_error_message();
+  if (!result.ok()) return {};
+  const auto& y = result.get()[0].toTensor();
+  return std::vector<float>(y.const_data_ptr<float>(), y.const_data_ptr<float>() + y.numel());
+}
+
+size_t free_device_memory() {
+  size_t free = 0, total = 0;
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
+  return free;
+}
+
+const std::vector<float> kX = {0.5f, -1.0f, 2.0f, 3.25f};
+
+TEST(SharedScratchCuda, TheProgramHoldsTheLargestSingleNeedInsteadOfTheSumAndComputesTheSame) {
+  const int64_t before = scratch_bytes();
+  std::vector<float> own_result;
+  {
+    auto own = loaded("scratch_chain", /*shared=*/false);
+    EXPECT_EQ(scratch_bytes(), before + kChainSum);
+    own_result = run(*own, kX);
+  }
+  {
+    auto shared = loaded("scratch_chain", /*shared=*/true);
+    EXPECT_EQ(scratch_bytes(), before + kChainLargest);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(run(*shared, kX), own_result) << "call " << i;
+  }
+  EXPECT_EQ(own_result, fx::scratch_chain_expected(kX));
+  EXPECT_EQ(scratch_bytes(), before);
+}
+
+// scratch_n8: eight delegates of kScratchBenchNeed (64 MiB) each. The device says the same as the counter, within
+// what the rest of a delegate takes (staging, contexts, weights: far below one need).
+TEST(SharedScratchCuda, TheDeviceSeesOneNeedWithTheOptionAndEightWithout) {
+  constexpr int64_t kN = 8;
+  for (const bool shared : {false, true}) {
+    const size_t free_before = free_device_memory();
+    auto module = loaded("scratch_n8", shared);
+    std::vector<float> y = run(*module, kX);
+    const int64_t used = static_cast<int64_t>(free_before) - static_cast<int64_t>(free_device_memory());
+    if (shared) {
+      EXPECT_LT(used, 2 * fx::kScratchBenchNeed) << "one need, not eight";
+    } else {
+      EXPECT_GE(used, kN * fx::kScratchBenchNeed) << "eight needs";
+    }
+    std::vector<float> want = kX;
+    for (int64_t i = 0; i < kN; ++i)
+      for (float& v : want) v = 2.0f * v + 1.0f;
+    EXPECT_EQ(y, want) << (shared ? "shared" : "own");
+  }
+}
+
+TEST(SharedScratchCuda, ThePoolGrowsWhenADelegateWithALargerNeedLoadsAndTheOthersMoveToIt) {
+  const int64_t before = scratch_bytes();
+  auto chain = loaded("scratch_chain", /*shared=*/true);
+  EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
+  {
+    auto big = loaded("scratch_big", /*shared=*/true);
+    EXPECT_EQ(scratch_bytes(), before + fx::kScratchBigNeed);
+    gpufree::clear_trace("scratch_chain_0");
+    EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
+    int64_t given = 0;
+    for (const auto& e : gpufree::trace_events("scratch_chain_0"))
+      given += e.kind == gpufree::TraceKind::kSetDeviceMemory && e.ok &&
+               e.size == static_cast<uint64_t>(fx::kScratchBigNeed);
+    EXPECT_EQ(given, 1) << "moved to the grown buffer before its next enqueue";
+    std::vector<float> want = kX;
+    for (float& v : want) v = 2.0f * v + fx::kScratchBigBias;
+    EXPECT_EQ(run(*big, kX), want);
+  }
+  EXPECT_EQ(scratch_bytes(), before + kChainLargest);
+  EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
+}
+
+// bench_cuda_unplanned: the runner's device memory in and out, so forward() returns with its work queued on the
+// caller's stream. Two Modules of one program share the pool; the second, on another stream, must run after the
+// first on the device (the pool's last work), without the host waiting.
+TEST(SharedScratchCuda, ACallOnAnotherStreamWaitsOnTheDeviceForThePoolsLastWork) {
+  auto first = loaded("bench_cuda_unplanned", /*shared=*/true);
+  auto second = loaded("bench_cuda_unplanned", /*shared=*/true);
+  Stream a, b;
+  const std::vector<int64_t> ids = {3, 1, 4, 1, 5, 9, 2, 6};
+  DeviceMemory ids_memory(ids.size() * sizeof(int64_t)), out_a(64 * fx::kHidden * sizeof(float)),
+      out_b(64 * fx::kHidden * sizeof(float));
+  upload(ids_memory, ids);
+  auto forward = [&](Module& module, const DeviceMemory& out, cudaStream_t stream) {
+    etrt::CudaStreamGuard on(stream);
+    EXPECT_EQ(module.set_output(from_blob(out.data(), {1, 64, fx::kHidden}, ScalarType::Float)), et::Error::Ok);
+    const auto result =
+        module.forward(from_blob(ids_memory.data(), {1, static_cast<int32_t>(ids.size())}, ScalarType::Long));
+    EXPECT_TRUE(result.ok()) << etrt::last_error_message();
+  };
+  spin(a, 400);
+  forward(*first, out_a, a);
+  forward(*second, out_b, b);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_STILL_BUSY(b.get(), "the second Module's call waits for the first's, queued behind the spin");
+  ETRT_CUDA_OK(cudaStreamSynchronize(b));
+  const auto want = fx::expected_logits(ids);
+  const auto got_a = download<float>(out_a.data(), want.size()), got_b = download<float>(out_b.data(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_NEAR(got_a[i], want[i], 1e-5f) << i;
+    ASSERT_NEAR(got_b[i], want[i], 1e-5f) << i;
+  }
+}
+
+TEST(SharedScratchCuda, TwoModulesOnTwoThreadsEachOnItsOwnStreamComputeCorrectly) {
+  auto first = loaded("scratch_chain", /*shared=*/true);
+  auto second = loaded("scratch_chain", /*shared=*/true);
+  constexpr int kCalls = 100;
+  auto worker = [](Module* module, float offset, int* wrong) {
+    Stream stream;
+    for (int i = 0; i < kCalls; ++i) {
+      const std::vector<float> x = {offset + static_cast<float>(i), offset, -offset, 1.0f};
+      *wrong += run(*module, x, i % 2 == 0 ? stream.get() : nullptr) != fx::scratch_chain_expected(x);
+    }
+  };
+  int wrong_first = 0, wrong_second = 0;
+  std::thread t1(worker, first.get(), 1.0f, &wrong_first);
+  std::thread t2(worker, second.get(), 100.0f, &wrong_second);
+  t1.join();
+  t2.join();
+  EXPECT_EQ(wrong_first, 0);
+  EXPECT_EQ(wrong_second, 0);
+}
+
+// bench_graph (the 64-kernel decoder, device IO) with CUDA graphs, sharing the pool; scratch_n1 (64 MiB, more than
+// the decoder needs) loads between decode steps and the pool grows. The decoder's graph was captured against the old
+// buffer: it is dropped, the next step enqueues plainly and a new graph is captured (counted with the engine's
+// enqueue hook, which runs in every enqueueV3 call, captures included, and in no replay); every step's logits equal
+// those of a decoder without graphs or sharing.
+TEST(SharedScratchCuda, AGraphCapturedAgainstTheOldBufferIsDroppedWhenThePoolGrows) {
+  constexpr int32_t kVocab = 64, kWidth = 32, kCache = 256;
+  struct Decoder {
+    DeviceMemory tokens{sizeof(int64_t)}, pos{sizeof(int64_t)}, k{kCache * kWidth * sizeof(float)},
+        v{kCache * kWidth * sizeof(float)}, logits{64 * kVocab * sizeof(float)};
+    Stream stream;
+    std::unique_ptr<Module> module;  // last: destroyed first, before the memory and stream it was given
+    std::vector<float> step(int64_t token, int64_t at) {
+      if (cudaMemcpy(tokens.data(), &token, sizeof(token), cudaMemcpyHostToDevice) != cudaSuccess ||
+          cudaMemcpy(pos.data(), &at, sizeof(at), cudaMemcpyHostToDevice) != cudaSuccess)
+        return {};
+      etrt::CudaStreamGuard on(stream.get());
+      etrt::OptimizationProfileGuard decode(0);
+      auto result = module->forward({from_blob(tokens.data(), {1, 1}, ScalarType::Long),
+                                     from_blob(pos.data(), {1}, ScalarType::Long),
+                                     from_blob(k.data(), {1, kCache, kWidth}, ScalarType::Float),
+                                     from_blob(v.data(), {1, kCache, kWidth}, ScalarType::Float)});
+      if (!result.ok()) {
+        ADD_FAILURE() << etrt::last_error_message();
+        return {};
+      }
+      if (cudaStreamSynchronize(stream.get()) != cudaSuccess) return {};
+      return download<float>(logits.data(), kVocab);
+    }
+  };
+  auto make = [&](bool shared, bool graphs) {
+    auto d = std::make_unique<Decoder>();
+    EXPECT_EQ(cudaMemset(d->k.data(), 0, d->k.size()), cudaSuccess);
+    EXPECT_EQ(cudaMemset(d->v.data(), 0, d->v.size()), cudaSuccess);
+    d->module = loaded("bench_graph", shared, graphs);
+    EXPECT_EQ(d->module->set_output(from_blob(d->logits.data(), {1, 64, kVocab}, ScalarType::Float)), et::Error::Ok);
+    return d;
+  };
+  auto plain = make(false, false);
+  const int64_t with_plain = scratch_bytes();
+  std::vector<std::vector<float>> want;
+  for (int64_t at = 0; at < 8; ++at) want.push_back(plain->step((at * 3 + 1) % kVocab, at));
+
+  int calls = 0;
+  gpufree::set_enqueue_hook("bench_graph", [&calls] { ++calls; });
+  auto graphed = make(true, true);
+  ASSERT_LT(scratch_bytes() - with_plain, fx::kScratchBenchNeed) << "scratch_n1 must need more than the decoder";
+  for (int64_t at = 0; at < 4; ++at) EXPECT_EQ(graphed->step((at * 3 + 1) % kVocab, at), want[at]) << "step " << at;
+  EXPECT_EQ(calls, 2) << "plain, capture, then replays";
+  auto big = loaded("scratch_n1", /*shared=*/true);
+  EXPECT_EQ(scratch_bytes(), with_plain + fx::kScratchBenchNeed) << "the pool grew to the larger need";
+  for (int64_t at = 4; at < 8; ++at) EXPECT_EQ(graphed->step((at * 3 + 1) % kVocab, at), want[at]) << "step " << at;
+  EXPECT_EQ(calls, 4) << "the old graph was dropped: plain, capture anew, then replays";
+  gpufree::set_enqueue_hook("bench_graph", {});
+}
+
+}  // namespace
+}  // namespace etrt::gpu_test
