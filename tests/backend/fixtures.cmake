@@ -12,7 +12,7 @@
 set(_etrt_shared_fixture_names llm overlap single_dynamic big_output small_capacity single_static mixed foreign
     shape_tensor truncated tensorrt_plan signature_mismatch
     # scratch_fixtures()
-    scratch_chain scratch_big)
+    scratch_chain scratch_big scratch_methods)
 
 set(ETRT_FIXTURE_NAMES ${_etrt_shared_fixture_names}
     # adapter_fixtures()
@@ -27,4 +27,4 @@ set(ETRT_FIXTURE_NAMES ${_etrt_shared_fixture_names}
 set(ETRT_GPU_FIXTURE_NAMES ${_etrt_shared_fixture_names}
     # cuda_fixtures()
     llm_unplanned llm_device1 llm_device9 ws_cuda bench_cuda bench_cuda_unplanned bench_host bench_noop bench_graph
-    scratch_n1 scratch_n8 scratch_n32)
+    scratch_n1 scratch_n8 scratch_n32 bench_graph_grow)

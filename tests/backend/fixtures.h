@@ -49,6 +49,7 @@ inline std::vector<float> expected_logits(const std::vector<int64_t>& ids) {
 // bias[j] = its bias for every j, and a scratch need of its own (Builder::set_device_memory_size).
 //   scratch_chain.pte: four delegates in a chain, x -> y0 -> y1 -> y2 -> y3, needing kScratchChainNeeds.
 //   scratch_big.pte:   one delegate needing more than any of them, bias kScratchBigBias.
+//   scratch_methods.pte: both in one program, method "forward" (the chain) and method "big".
 inline constexpr int64_t kScratchChainNeeds[] = {16384, 65536, 32768, 8192};
 inline constexpr float kScratchChainBias[] = {1.0f, 2.0f, 3.0f, 4.0f};
 inline constexpr int64_t kScratchBigNeed = 262144;

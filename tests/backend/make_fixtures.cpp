@@ -38,9 +38,9 @@ namespace {
 
 using etrt::make_shape;
 using etrt::Shape;
+using etrt::gpufree::Builder;
 using etrt::gpufree::DataType;
 using etrt::gpufree::MemoryKind;
-using etrt::gpufree::Builder;
 using json = nlohmann::json;
 
 std::string g_dir;
@@ -68,7 +68,8 @@ std::vector<uint8_t> llm_engine(const std::string& label, const std::vector<Prof
   b.add_input("input_ids", DataType::kInt64, make_shape({1, -1}))
       .add_output("logits", DataType::kFloat32, make_shape<int64_t>({1, -1, etrt::fixtures::kHidden}));
   for (const Profile& p : profiles) b.set_profile_shape(b.add_profile(), "input_ids", p.min, p.opt, p.max);
-  b.add_constant("table", make_shape<int64_t>({etrt::fixtures::kVocab, etrt::fixtures::kHidden}), etrt::fixtures::table())
+  b.add_constant("table", make_shape<int64_t>({etrt::fixtures::kVocab, etrt::fixtures::kHidden}),
+                 etrt::fixtures::table())
       .add_constant("weight", make_shape<int64_t>({etrt::fixtures::kHidden, etrt::fixtures::kHidden}),
                     etrt::fixtures::weight())
       .embedding("input_ids", "table", "hidden")
@@ -136,8 +137,7 @@ bool write_spec(const std::string& name, const std::vector<json>& values, std::v
 }
 
 // One TensorRT delegate running `blob`: input_ids [1, <=max_seq] -> logits [1, <=out_seq, H].
-bool llm_spec(const std::string& name, const std::string& blob, int64_t max_seq, int64_t out_seq,
-              bool planned = true) {
+bool llm_spec(const std::string& name, const std::string& blob, int64_t max_seq, int64_t out_seq, bool planned = true) {
   return write_spec(name,
                     {tensor("input_ids", "int64", {1, max_seq}, true, planned),
                      tensor("logits", "float32", {1, out_seq, etrt::fixtures::kHidden}, true, planned)},
@@ -155,7 +155,9 @@ bool write_text(const std::string& name, const std::string& text) {
   return false;
 }
 
-Profile exact(int64_t s) { return {make_shape<int64_t>({1, s}), make_shape<int64_t>({1, s}), make_shape<int64_t>({1, s})}; }
+Profile exact(int64_t s) {
+  return {make_shape<int64_t>({1, s}), make_shape<int64_t>({1, s}), make_shape<int64_t>({1, s})};
+}
 Profile range(int64_t lo, int64_t opt, int64_t hi) {
   return {make_shape<int64_t>({1, lo}), make_shape<int64_t>({1, opt}), make_shape<int64_t>({1, hi})};
 }
@@ -218,21 +220,32 @@ std::vector<uint8_t> scratch_engine(const std::string& label, float bias, int64_
   return built(b, label);
 }
 
-// A program of delegates <name>_0 .. <name>_<n-1> in a chain, x -> y0 -> ... -> y<n-1>, delegate i adding
-// biases[i % size] and needing needs[i % size] bytes of scratch.
-bool scratch_program(const std::string& name, size_t n, const std::vector<float>& biases,
-                     const std::vector<int64_t>& needs, bool tracing = true) {
+bool write_methods(const std::string& name, const std::vector<json>& methods);
+
+// A method running blobs <blob>_0 .. <blob>_<n-1> in a chain, x -> y0 -> ... -> y<n-1>.
+json scratch_method(const std::string& method, const std::string& blob, size_t n) {
   std::vector<json> values = {tensor("x", "float32", {1, 4}, false)};
   std::vector<json> calls;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string in = i == 0 ? "x" : "y" + std::to_string(i - 1), out = "y" + std::to_string(i);
+    values.push_back(tensor(out, "float32", {1, 4}, false));
+    calls.push_back(trt_call(blob + "_" + std::to_string(i), {in, out}));
+  }
+  json m = etrt::pte_spec::program(values, {"x"}, {"y" + std::to_string(n - 1)}, calls);
+  m["name"] = method;
+  return m;
+}
+
+// A program of delegates <name>_0 .. <name>_<n-1> in a chain (scratch_method), delegate i adding biases[i % size]
+// and needing needs[i % size] bytes of scratch.
+bool scratch_program(const std::string& name, size_t n, const std::vector<float>& biases,
+                     const std::vector<int64_t>& needs, bool tracing = true) {
   bool ok = true;
   for (size_t i = 0; i < n; ++i) {
     const std::string blob = name + "_" + std::to_string(i);
-    const std::string in = i == 0 ? "x" : "y" + std::to_string(i - 1), out = "y" + std::to_string(i);
     ok &= write_blob(blob, scratch_engine(blob, biases[i % biases.size()], needs[i % needs.size()], tracing));
-    values.push_back(tensor(out, "float32", {1, 4}, false));
-    calls.push_back(trt_call(blob, {in, out}));
   }
-  return ok && write_spec(name, values, {"x"}, {"y" + std::to_string(n - 1)}, calls);
+  return ok && write_methods(name, {scratch_method("forward", name, n)});
 }
 
 // The shared-scratch programs (fixtures.h), in this run's memory kind.
@@ -242,7 +255,10 @@ bool scratch_fixtures() {
   return scratch_program("scratch_chain", std::size(kScratchChainNeeds),
                          std::vector<float>(std::begin(kScratchChainBias), std::end(kScratchChainBias)),
                          std::vector<int64_t>(std::begin(kScratchChainNeeds), std::end(kScratchChainNeeds))) &&
-         scratch_program("scratch_big", 1, {etrt::fixtures::kScratchBigBias}, {etrt::fixtures::kScratchBigNeed});
+         scratch_program("scratch_big", 1, {etrt::fixtures::kScratchBigBias}, {etrt::fixtures::kScratchBigNeed}) &&
+         // Both in one program: "forward" runs scratch_chain's delegates, "big" scratch_big's.
+         write_methods("scratch_methods", {scratch_method("forward", "scratch_chain", std::size(kScratchChainNeeds)),
+                                           scratch_method("big", "scratch_big", 1)});
 }
 
 // Programs the backend must refuse at load, in both modes (module_e2e_test.cpp's ModuleEngineTest).
@@ -250,7 +266,9 @@ bool refusal_fixtures() {
   bool ok = true;
   // A blob whose profile signature disagrees with its engine (prefill max 1024 declared, 2048 real).
   ok &= write_blob("signature_mismatch", llm_engine("signature_mismatch", kLlmProfiles), true,
-                   [](etrt::blob::Metadata& m) { m.profile_signature->inputs[0].profiles[1].max = {1, 1024}; }) &&
+                   [](etrt::blob::Metadata& m) {
+                     m.profile_signature->inputs[0].profiles[1].max = {1, 1024};
+                   }) &&
         llm_spec("signature_mismatch", "signature_mismatch", 2048, 2048);
   {
     Builder b("shape_tensor");
@@ -272,8 +290,8 @@ bool refusal_fixtures() {
     auto blob = etrt::refkit::blob_for_engine(static_engine("truncated"), false, &error);
     truncated.assign(blob.begin(), blob.begin() + static_cast<std::ptrdiff_t>(blob.size() - 8));
     ok &= etrt::refkit::write_file(g_dir + "/truncated.blob", truncated, &error) &&
-          write_spec("truncated", {tensor("x", "float32", {1, 4}, false), tensor("y", "float32", {1, 4}, false)},
-                     {"x"}, {"y"}, {trt_call("truncated", {"x", "y"})});
+          write_spec("truncated", {tensor("x", "float32", {1, 4}, false), tensor("y", "float32", {1, 4}, false)}, {"x"},
+                     {"y"}, {trt_call("truncated", {"x", "y"})});
   }
   {
     // A well-formed TR01 blob around bytes that are not a reference engine,
@@ -392,8 +410,8 @@ std::vector<uint8_t> weights_engine(const std::string& label, bool streaming) {
 bool weights_spec(const std::string& name, const std::string& blob, json compile_specs) {
   json c = trt_call(blob, {"x", "y"});
   if (!compile_specs.is_null()) c["compile_specs"] = compile_specs;
-  return write_spec(name, {tensor("x", "float32", {1, 4}, false), tensor("y", "float32", {1, 4}, false)}, {"x"},
-                    {"y"}, {c});
+  return write_spec(name, {tensor("x", "float32", {1, 4}, false), tensor("y", "float32", {1, 4}, false)}, {"x"}, {"y"},
+                    {c});
 }
 
 json spec_entry(const char* key, const char* value) { return {{"key", key}, {"value", value}}; }
@@ -418,10 +436,9 @@ std::vector<uint8_t> state_kv_engine(const std::string& label) {
 
 // The state_kv call: x, pos, view -- neither cache nor cache_out.
 json state_kv_method(const std::string& name, const std::string& blob) {
-  json m = etrt::pte_spec::program(
-      {tensor("x", "float32", {1, 4, 2}, true), tensor("pos", "int64", {1}, false),
-       tensor("view", "float32", {1, 8, 2}, false)},
-      {"x", "pos"}, {"view"}, {trt_call(blob, {"x", "pos", "view"})});
+  json m = etrt::pte_spec::program({tensor("x", "float32", {1, 4, 2}, true), tensor("pos", "int64", {1}, false),
+                                    tensor("view", "float32", {1, 8, 2}, false)},
+                                   {"x", "pos"}, {"view"}, {trt_call(blob, {"x", "pos", "view"})});
   m["name"] = name;
   return m;
 }
@@ -456,7 +473,9 @@ bool state_fixtures() {
                    with_state({{"cache", "cache", "cache_out", "etrt_state/cache"}})) &&
         write_methods("state_missing_initial", {state_kv_method("forward", "state_missing_initial")});
   ok &= write_blob("state_dynamic", state_kv_engine("state_dynamic"), true,
-                   [&](etrt::blob::Metadata& m) { m.delegate_state = {{"x", "x", "view", ""}}; }) &&
+                   [&](etrt::blob::Metadata& m) {
+                     m.delegate_state = {{"x", "x", "view", ""}};
+                   }) &&
         write_spec("state_dynamic",
                    {tensor("pos", "int64", {1}, false), tensor("cache", "float32", {1, 8, 2}, false),
                     tensor("cache_out", "float32", {1, 8, 2}, false)},
@@ -472,9 +491,11 @@ bool state_fixtures() {
         .scale("acc_out", 2.0f, "y")
         .set_memory_kind(g_kind);
     ok &= write_blob("state_acc", built(b, "state_acc"), true,
-                     [](etrt::blob::Metadata& m) { m.delegate_state = {{"acc", "acc", "acc_out", ""}}; }) &&
-          write_spec("state_acc", {tensor("x", "float32", {1, 2}, false), tensor("y", "float32", {1, 2}, false)},
-                     {"x"}, {"y"}, {trt_call("state_acc", {"x", "y"})});
+                     [](etrt::blob::Metadata& m) {
+                       m.delegate_state = {{"acc", "acc", "acc_out", ""}};
+                     }) &&
+          write_spec("state_acc", {tensor("x", "float32", {1, 2}, false), tensor("y", "float32", {1, 2}, false)}, {"x"},
+                     {"y"}, {trt_call("state_acc", {"x", "y"})});
   }
   return ok;
 }
@@ -515,9 +536,9 @@ bool contract_fixtures() {
         weights_spec("ws_spec_above", "ws", json::array({spec_entry("weight_streaming_budget", "1000")})) &&
         weights_spec("ws_spec_malformed", "ws", json::array({spec_entry("weight_streaming_budget", "12abc")})) &&
         weights_spec("ws_spec_negative", "ws", json::array({spec_entry("weight_streaming_budget", "-1")})) &&
-        weights_spec("ws_spec_twice", "ws",
-                     json::array({spec_entry("weight_streaming_budget", "8"),
-                                  spec_entry("weight_streaming_budget", "9")}));
+        weights_spec(
+            "ws_spec_twice", "ws",
+            json::array({spec_entry("weight_streaming_budget", "8"), spec_entry("weight_streaming_budget", "9")}));
   ok &= write_blob("ws_resident", weights_engine("ws_resident", false)) &&
         weights_spec("ws_resident", "ws_resident", json::array({spec_entry("weight_streaming_budget", "40")}));
 
@@ -581,8 +602,10 @@ std::vector<uint8_t> graph_bench_engine(const std::string& label, bool tracing) 
       .add_output("logits", DataType::kFloat32, make_shape<int64_t>({1, -1, kVocab}))
       .add_output("k_cache_out", DataType::kFloat32, make_shape<int64_t>({1, kCache, kWidth}))
       .add_output("v_cache_out", DataType::kFloat32, make_shape<int64_t>({1, kCache, kWidth}));
-  b.set_profile_shape(b.add_profile(), "tokens", make_shape<int64_t>({1, 1}), make_shape<int64_t>({1, 1}), make_shape<int64_t>({1, 1}));
-  b.set_profile_shape(b.add_profile(), "tokens", make_shape<int64_t>({1, 2}), make_shape<int64_t>({1, 32}), make_shape<int64_t>({1, 64}));
+  b.set_profile_shape(b.add_profile(), "tokens", make_shape<int64_t>({1, 1}), make_shape<int64_t>({1, 1}),
+                      make_shape<int64_t>({1, 1}));
+  b.set_profile_shape(b.add_profile(), "tokens", make_shape<int64_t>({1, 2}), make_shape<int64_t>({1, 32}),
+                      make_shape<int64_t>({1, 64}));
   uint32_t seed = 1;
   auto weights = [&seed](int64_t rows, int64_t cols) {
     std::vector<float> w(static_cast<size_t>(rows * cols));
@@ -593,7 +616,8 @@ std::vector<uint8_t> graph_bench_engine(const std::string& label, bool tracing) 
     return w;
   };
   b.add_constant("embed", make_shape<int64_t>({kVocab, kWidth}), weights(kVocab, kWidth));
-  for (const char* w : {"wq", "wk", "wv", "wo"}) b.add_constant(w, make_shape<int64_t>({kWidth, kWidth}), weights(kWidth, kWidth));
+  for (const char* w : {"wq", "wk", "wv", "wo"})
+    b.add_constant(w, make_shape<int64_t>({kWidth, kWidth}), weights(kWidth, kWidth));
   b.embedding("tokens", "embed", "x")
       .matmul("x", "wq", "q")
       .matmul("x", "wk", "k")
@@ -616,20 +640,26 @@ std::vector<uint8_t> graph_bench_engine(const std::string& label, bool tracing) 
   return built(b, label);
 }
 
-// The CUDA-graph decoder as program `name`, every IO tensor the runner's (device) memory, caches updated in place.
+// A method running the CUDA-graph decoder `blob`, every IO tensor the runner's (device) memory.
+json graph_method(const std::string& method, const std::string& blob) {
+  json m = etrt::pte_spec::program(
+      {tensor("tokens", "int64", {1, 64}, true, false), tensor("start_pos", "int64", {1}, false, false),
+       tensor("k_cache", "float32", {1, 256, 32}, false, false),
+       tensor("v_cache", "float32", {1, 256, 32}, false, false), tensor("logits", "float32", {1, 64, 64}, true, false)},
+      {"tokens", "start_pos", "k_cache", "v_cache"}, {"logits"},
+      {trt_call(blob, {"tokens", "start_pos", "k_cache", "v_cache", "logits"})});
+  m["name"] = method;
+  return m;
+}
+
+// The CUDA-graph decoder as program `name`, caches updated in place.
 bool graph_program(const std::string& name, bool tracing) {
   return write_blob(name, graph_bench_engine(name, tracing), true,
                     [](etrt::blob::Metadata& m) {
                       m.aliased_io = {{"k_cache_out", "k_cache", "kv_cache_update"},
                                       {"v_cache_out", "v_cache", "kv_cache_update"}};
                     }) &&
-         write_spec(name,
-                    {tensor("tokens", "int64", {1, 64}, true, false), tensor("start_pos", "int64", {1}, false, false),
-                     tensor("k_cache", "float32", {1, 256, 32}, false, false),
-                     tensor("v_cache", "float32", {1, 256, 32}, false, false),
-                     tensor("logits", "float32", {1, 64, 64}, true, false)},
-                    {"tokens", "start_pos", "k_cache", "v_cache"}, {"logits"},
-                    {trt_call(name, {"tokens", "start_pos", "k_cache", "v_cache", "logits"})});
+         write_methods(name, {graph_method("forward", name)});
 }
 
 // Variants only the CUDA path needs (tests/gpu, bench/gpu).
@@ -664,6 +694,10 @@ bool cuda_fixtures() {
   // chain, each needing kScratchBenchNeed bytes of scratch, tracing off.
   for (const size_t n : {1, 8, 32})
     ok &= scratch_program("scratch_n" + std::to_string(n), n, {1.0f}, {etrt::fixtures::kScratchBenchNeed}, false);
+  // bench_graph's decoder as "forward" and scratch_n1's delegate as "big" in one program: loading "big" grows the
+  // decoder's scratch pool (tests/gpu/scratch_cuda_test.cpp).
+  ok &= write_methods("bench_graph_grow",
+                      {graph_method("forward", "bench_graph"), scratch_method("big", "scratch_n1", 1)});
   ok &= write_text("noop.blob", "noop") &&
         write_spec("bench_noop",
                    {tensor("input_ids", "int64", {1, 64}, true), tensor("logits", "float32", {1, 64, H}, true)},

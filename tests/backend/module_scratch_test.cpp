@@ -68,18 +68,25 @@ struct Options {
   }
 };
 
-std::unique_ptr<Module> loaded(const std::string& name, bool shared, const char* strategy = nullptr) {
+// `name` loaded with the options (Module keeps a copy for methods loaded later), and `method` loaded.
+std::unique_ptr<Module> loaded(const std::string& name, bool shared, const char* strategy = nullptr,
+                               const char* method = "forward") {
   Options options(shared, strategy);
   auto module = std::make_unique<Module>(fixture(name));
   etrt::clear_last_error();
   et::Error status = module->load(options.map);
-  if (status == et::Error::Ok) status = module->load_forward();
+  if (status == et::Error::Ok) status = module->load_method(method);
   EXPECT_EQ(status, et::Error::Ok) << name << ": " << etrt::last_error_message();
   return module;
 }
 
-std::vector<float> run(Module& module, std::vector<float> x) {
-  auto result = module.forward(from_blob(x.data(), {1, 4}, ScalarType::Float));
+void load_method(Module& module, const char* method) {
+  etrt::clear_last_error();
+  EXPECT_EQ(module.load_method(method), et::Error::Ok) << method << ": " << etrt::last_error_message();
+}
+
+std::vector<float> run(Module& module, std::vector<float> x, const char* method = "forward") {
+  auto result = module.execute(method, from_blob(x.data(), {1, 4}, ScalarType::Float));
   EXPECT_TRUE(result.ok()) << etrt::last_error_message();
   if (!result.ok()) return {};
   const auto& y = result.get()[0].toTensor();
@@ -152,39 +159,40 @@ TEST(SharedScratch, ContextsAreCreatedWithoutMemoryAndGivenThePoolsBeforeTheirFi
   EXPECT_EQ(chain_count(gpufree::TraceKind::kEnqueue), static_cast<int64_t>(3 * kChain));
 }
 
+// scratch_methods: "forward" (the chain) and "big" in one program, so one pool; "big" loaded later grows it.
 TEST(SharedScratch, ThePoolGrowsWhenADelegateWithALargerNeedJoinsAndTheOthersMoveToIt) {
   const int64_t before = scratch_bytes();
-  auto chain = loaded("scratch_chain", /*shared=*/true);
-  EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
-  {
-    auto big = loaded("scratch_big", /*shared=*/true);
-    EXPECT_EQ(scratch_bytes(), before + fx::kScratchBigNeed) << "grown to the new largest need, not added";
-    clear_chain_traces();
-    EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
-    const auto given = etrt::module_test::events_of(chain_label(0), gpufree::TraceKind::kSetDeviceMemory, true);
-    ASSERT_EQ(given.size(), 1u) << "re-pointed before its next enqueue\n" << trace_text(chain_label(0));
-    EXPECT_EQ(given[0].size, static_cast<uint64_t>(fx::kScratchBigNeed));
-    EXPECT_EQ(chain_count(gpufree::TraceKind::kSetDeviceMemory), static_cast<int64_t>(kChain));
-    EXPECT_EQ(run(*big, kX), big_expected(kX));
-    EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
-  }
+  auto module = loaded("scratch_methods", /*shared=*/true);
+  EXPECT_EQ(scratch_bytes(), before + kChainLargest);
+  EXPECT_EQ(run(*module, kX), fx::scratch_chain_expected(kX));
+  load_method(*module, "big");
+  EXPECT_EQ(scratch_bytes(), before + fx::kScratchBigNeed) << "grown to the new largest need, not added";
+  clear_chain_traces();
+  EXPECT_EQ(run(*module, kX), fx::scratch_chain_expected(kX));
+  const auto given = etrt::module_test::events_of(chain_label(0), gpufree::TraceKind::kSetDeviceMemory, true);
+  ASSERT_EQ(given.size(), 1u) << "re-pointed before its next enqueue\n" << trace_text(chain_label(0));
+  EXPECT_EQ(given[0].size, static_cast<uint64_t>(fx::kScratchBigNeed));
+  EXPECT_EQ(chain_count(gpufree::TraceKind::kSetDeviceMemory), static_cast<int64_t>(kChain));
+  EXPECT_EQ(run(*module, kX, "big"), big_expected(kX));
+  EXPECT_EQ(run(*module, kX), fx::scratch_chain_expected(kX));
+  module->unload_method("big");
   EXPECT_EQ(scratch_bytes(), before + kChainLargest) << "shrunk back when the largest left";
   clear_chain_traces();
-  EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
+  EXPECT_EQ(run(*module, kX), fx::scratch_chain_expected(kX));
   EXPECT_EQ(chain_count(gpufree::TraceKind::kSetDeviceMemory), static_cast<int64_t>(kChain));
-  chain.reset();
+  module.reset();
   EXPECT_EQ(scratch_bytes(), before);
 }
 
 TEST(SharedScratch, ADelegateWithASmallerNeedJoinsWithoutMovingAnyone) {
   const int64_t before = scratch_bytes();
-  auto big = loaded("scratch_big", /*shared=*/true);
-  EXPECT_EQ(run(*big, kX), big_expected(kX));
+  auto module = loaded("scratch_methods", /*shared=*/true, nullptr, "big");
+  EXPECT_EQ(run(*module, kX, "big"), big_expected(kX));
   gpufree::clear_trace("scratch_big_0");
-  auto chain = loaded("scratch_chain", /*shared=*/true);
+  load_method(*module, "forward");
   EXPECT_EQ(scratch_bytes(), before + fx::kScratchBigNeed);
-  EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
-  EXPECT_EQ(run(*big, kX), big_expected(kX));
+  EXPECT_EQ(run(*module, kX), fx::scratch_chain_expected(kX));
+  EXPECT_EQ(run(*module, kX, "big"), big_expected(kX));
   EXPECT_EQ(count("scratch_big_0", gpufree::TraceKind::kSetDeviceMemory), 0) << trace_text("scratch_big_0");
 }
 
@@ -195,6 +203,20 @@ TEST(SharedScratch, ADelegateLoadedWithoutTheOptionKeepsItsOwnScratch) {
   EXPECT_EQ(scratch_bytes(), before + kChainLargest + fx::kScratchBigNeed);
   EXPECT_EQ(run(*big, kX), big_expected(kX));
   EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
+}
+
+// A pool serves one program: two programs (two files, or two loads of one file: ExecuTorch gives each loaded
+// program a NamedDataMap of its own) each hold their own, and may run at once.
+TEST(SharedScratch, TwoProgramsHoldAPoolEach) {
+  const int64_t before = scratch_bytes();
+  auto chain = loaded("scratch_chain", /*shared=*/true);
+  auto big = loaded("scratch_big", /*shared=*/true);
+  EXPECT_EQ(scratch_bytes(), before + kChainLargest + fx::kScratchBigNeed);
+  auto again = loaded("scratch_chain", /*shared=*/true);
+  EXPECT_EQ(scratch_bytes(), before + 2 * kChainLargest + fx::kScratchBigNeed);
+  EXPECT_EQ(run(*big, kX), big_expected(kX));
+  EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
+  EXPECT_EQ(run(*again, kX), fx::scratch_chain_expected(kX));
 }
 
 TEST(SharedScratch, ContextPerProfileContextsDrawOnThePoolToo) {
@@ -214,25 +236,27 @@ TEST(SharedScratch, ContextPerProfileContextsDrawOnThePoolToo) {
   }
 }
 
-TEST(SharedScratch, TwoModulesOfOneProgramOnTwoThreadsShareThePoolAndComputeCorrectly) {
+// Two methods of one program, one pool, run from two threads at once: the pool's lock takes them in turn.
+TEST(SharedScratch, TwoMethodsOfOneProgramOnTwoThreadsShareThePoolAndComputeCorrectly) {
   const int64_t before = scratch_bytes();
-  auto first = loaded("scratch_chain", /*shared=*/true);
-  auto second = loaded("scratch_chain", /*shared=*/true);
-  EXPECT_EQ(scratch_bytes(), before + kChainLargest) << "no named data: one program identity, one pool";
+  auto module = loaded("scratch_methods", /*shared=*/true);
+  load_method(*module, "big");
+  EXPECT_EQ(scratch_bytes(), before + fx::kScratchBigNeed) << "one pool for both methods";
   constexpr int kCalls = 200;
-  auto worker = [](Module* module, float offset, int* wrong) {
+  auto worker = [&module](const char* method, float offset, int* wrong) {
+    const bool chain = std::string(method) == "forward";
     for (int i = 0; i < kCalls; ++i) {
       const std::vector<float> x = {offset + static_cast<float>(i), offset, -offset, 1.0f};
-      *wrong += run(*module, x) != fx::scratch_chain_expected(x);
+      *wrong += run(*module, x, method) != (chain ? fx::scratch_chain_expected(x) : big_expected(x));
     }
   };
-  int wrong_first = 0, wrong_second = 0;
-  std::thread a(worker, first.get(), 1.0f, &wrong_first);
-  std::thread b(worker, second.get(), 100.0f, &wrong_second);
+  int wrong_chain = 0, wrong_big = 0;
+  std::thread a(worker, "forward", 1.0f, &wrong_chain);
+  std::thread b(worker, "big", 100.0f, &wrong_big);
   a.join();
   b.join();
-  EXPECT_EQ(wrong_first, 0);
-  EXPECT_EQ(wrong_second, 0);
+  EXPECT_EQ(wrong_chain, 0);
+  EXPECT_EQ(wrong_big, 0);
 }
 
 TEST(SharedScratchRefusal, TheOptionMustBeABool) {

@@ -2,11 +2,11 @@
 // CUDA-mode engines: the program holds the largest need instead of the sum (the counter and cudaMemGetInfo say so)
 // and computes the same; the pool grows when a delegate with a larger need loads and the others move to the new
 // buffer; a call on another stream is ordered after the pool's last work on the device, without the host waiting; a
-// CUDA graph captured against the old buffer is dropped when the pool grows; two Modules on two threads, each on a
+// CUDA graph captured against the old buffer is dropped when the pool grows; two sessions on two threads, each on a
 // stream of its own, compute correctly. The host-engine cases are tests/backend/module_scratch_test.cpp.
 //
-// The packer's programs carry no named data, so every program loaded here with the option shares one pool per
-// device (scratch_pool.h).
+// A pool serves one program (scratch_pool.h: the NamedDataMap ExecuTorch gives each loaded Program), so what shares one
+// here is either the methods of one program or Modules made from one loaded Program (ExecuTorch's sessions).
 
 #include <cuda_runtime_api.h>
 
@@ -63,18 +63,27 @@ int64_t scratch_bytes() {
   return std::get<int>(option.value);
 }
 
-// Loads `name` with shared_scratch on or off (and cuda_graphs, when asked).
-std::unique_ptr<Module> loaded(const std::string& name, bool shared, bool graphs = false) {
+// Loads `module` with shared_scratch on or off (and cuda_graphs, when asked), and its `method`.
+std::unique_ptr<Module> load(std::unique_ptr<Module> module, const std::string& what, bool shared, bool graphs,
+                             const char* method) {
   et::BackendOptions<2> options;
   EXPECT_EQ(options.set_option(etrt::kOptionSharedScratch, shared), et::Error::Ok);
   EXPECT_EQ(options.set_option(etrt::kOptionCudaGraphs, graphs), et::Error::Ok);
   et::LoadBackendOptionsMap map;
   EXPECT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
-  auto module = std::make_unique<Module>(fixture(name));
-  et::Error status = module->load(map);
-  if (status == et::Error::Ok) status = module->load_forward();
-  EXPECT_EQ(status, et::Error::Ok) << name << ": " << etrt::last_error_message();
+  et::Error status = module->load(map);  // Module keeps a copy of the map for methods loaded later
+  if (status == et::Error::Ok) status = module->load_method(method);
+  EXPECT_EQ(status, et::Error::Ok) << what << ": " << etrt::last_error_message();
   return module;
+}
+std::unique_ptr<Module> loaded(const std::string& name, bool shared, bool graphs = false,
+                               const char* method = "forward") {
+  return load(std::make_unique<Module>(fixture(name)), name, shared, graphs, method);
+}
+// Another session of the Program `first` loaded: one program to the pool.
+std::unique_ptr<Module> session_of(const Module& first, bool shared, bool graphs = false,
+                                   const char* method = "forward") {
+  return load(std::make_unique<Module>(first.program()), "a second session", shared, graphs, method);
 }
 
 // One forward() of a scratch program on host tensors (staged), on the caller's stream when one is given.
@@ -137,10 +146,11 @@ TEST(SharedScratchCuda, TheDeviceSeesOneNeedWithTheOptionAndEightWithout) {
 
 TEST(SharedScratchCuda, ThePoolGrowsWhenADelegateWithALargerNeedLoadsAndTheOthersMoveToIt) {
   const int64_t before = scratch_bytes();
-  auto chain = loaded("scratch_chain", /*shared=*/true);
+  // scratch_methods: "forward" runs scratch_chain's delegates, "big" scratch_big's, in one program.
+  auto chain = loaded("scratch_methods", /*shared=*/true);
   EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
   {
-    auto big = loaded("scratch_big", /*shared=*/true);
+    auto big = session_of(*chain, /*shared=*/true, false, "big");
     EXPECT_EQ(scratch_bytes(), before + fx::kScratchBigNeed);
     gpufree::clear_trace("scratch_chain_0");
     EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
@@ -151,18 +161,21 @@ TEST(SharedScratchCuda, ThePoolGrowsWhenADelegateWithALargerNeedLoadsAndTheOther
     EXPECT_EQ(given, 1) << "moved to the grown buffer before its next enqueue";
     std::vector<float> want = kX;
     for (float& v : want) v = 2.0f * v + fx::kScratchBigBias;
-    EXPECT_EQ(run(*big, kX), want);
+    const auto result = big->execute("big", from_blob(kX.data(), {1, 4}, ScalarType::Float));
+    ASSERT_TRUE(result.ok()) << etrt::last_error_message();
+    const auto& y = result.get()[0].toTensor();
+    EXPECT_EQ(std::vector<float>(y.const_data_ptr<float>(), y.const_data_ptr<float>() + y.numel()), want);
   }
   EXPECT_EQ(scratch_bytes(), before + kChainLargest);
   EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
 }
 
 // bench_cuda_unplanned: the runner's device memory in and out, so forward() returns with its work queued on the
-// caller's stream. Two Modules of one program share the pool; the second, on another stream, must run after the
+// caller's stream. Two sessions of one program share the pool; the second, on another stream, must run after the
 // first on the device (the pool's last work), without the host waiting.
 TEST(SharedScratchCuda, ACallOnAnotherStreamWaitsOnTheDeviceForThePoolsLastWork) {
   auto first = loaded("bench_cuda_unplanned", /*shared=*/true);
-  auto second = loaded("bench_cuda_unplanned", /*shared=*/true);
+  auto second = session_of(*first, /*shared=*/true);
   Stream a, b;
   const std::vector<int64_t> ids = {3, 1, 4, 1, 5, 9, 2, 6};
   DeviceMemory ids_memory(ids.size() * sizeof(int64_t)), out_a(64 * fx::kHidden * sizeof(float)),
@@ -189,9 +202,9 @@ TEST(SharedScratchCuda, ACallOnAnotherStreamWaitsOnTheDeviceForThePoolsLastWork)
   }
 }
 
-TEST(SharedScratchCuda, TwoModulesOnTwoThreadsEachOnItsOwnStreamComputeCorrectly) {
+TEST(SharedScratchCuda, TwoSessionsOnTwoThreadsEachOnItsOwnStreamComputeCorrectly) {
   auto first = loaded("scratch_chain", /*shared=*/true);
-  auto second = loaded("scratch_chain", /*shared=*/true);
+  auto second = session_of(*first, /*shared=*/true);
   constexpr int kCalls = 100;
   auto worker = [](Module* module, float offset, int* wrong) {
     Stream stream;
@@ -209,11 +222,11 @@ TEST(SharedScratchCuda, TwoModulesOnTwoThreadsEachOnItsOwnStreamComputeCorrectly
   EXPECT_EQ(wrong_second, 0);
 }
 
-// bench_graph (the 64-kernel decoder, device IO) with CUDA graphs, sharing the pool; scratch_n1 (64 MiB, more than
-// the decoder needs) loads between decode steps and the pool grows. The decoder's graph was captured against the old
-// buffer: it is dropped, the next step enqueues plainly and a new graph is captured (counted with the engine's
-// enqueue hook, which runs in every enqueueV3 call, captures included, and in no replay); every step's logits equal
-// those of a decoder without graphs or sharing.
+// bench_graph_grow: bench_graph's decoder (64 kernels, device IO) as "forward", with CUDA graphs and the pool, and
+// scratch_n1's delegate (64 MiB, more than the decoder needs) as "big", loaded between decode steps: the pool grows.
+// The decoder's graph was captured against the old buffer: it is dropped, the next step enqueues plainly and a new
+// graph is captured (counted with the engine's enqueue hook, which runs in every enqueueV3 call, captures included, and
+// in no replay); every step's logits equal those of a decoder without graphs or sharing.
 TEST(SharedScratchCuda, AGraphCapturedAgainstTheOldBufferIsDroppedWhenThePoolGrows) {
   constexpr int32_t kVocab = 64, kWidth = 32, kCache = 256;
   struct Decoder {
@@ -243,7 +256,7 @@ TEST(SharedScratchCuda, AGraphCapturedAgainstTheOldBufferIsDroppedWhenThePoolGro
     auto d = std::make_unique<Decoder>();
     EXPECT_EQ(cudaMemset(d->k.data(), 0, d->k.size()), cudaSuccess);
     EXPECT_EQ(cudaMemset(d->v.data(), 0, d->v.size()), cudaSuccess);
-    d->module = loaded("bench_graph", shared, graphs);
+    d->module = loaded(shared ? "bench_graph_grow" : "bench_graph", shared, graphs);
     EXPECT_EQ(d->module->set_output(from_blob(d->logits.data(), {1, 64, kVocab}, ScalarType::Float)), et::Error::Ok);
     return d;
   };
@@ -258,7 +271,7 @@ TEST(SharedScratchCuda, AGraphCapturedAgainstTheOldBufferIsDroppedWhenThePoolGro
   ASSERT_LT(scratch_bytes() - with_plain, fx::kScratchBenchNeed) << "scratch_n1 must need more than the decoder";
   for (int64_t at = 0; at < 4; ++at) EXPECT_EQ(graphed->step((at * 3 + 1) % kVocab, at), want[at]) << "step " << at;
   EXPECT_EQ(calls, 2) << "plain, capture, then replays";
-  auto big = loaded("scratch_n1", /*shared=*/true);
+  auto big = session_of(*graphed->module, /*shared=*/true, false, "big");
   EXPECT_EQ(scratch_bytes(), with_plain + fx::kScratchBenchNeed) << "the pool grew to the larger need";
   for (int64_t at = 4; at < 8; ++at) EXPECT_EQ(graphed->step((at * 3 + 1) % kVocab, at), want[at]) << "step " << at;
   EXPECT_EQ(calls, 4) << "the old graph was dropped: plain, capture anew, then replays";

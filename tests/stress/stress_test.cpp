@@ -13,8 +13,8 @@
 //    as ExecuTorch calls it (init once, then execute with each caller's own argument tensors). etrt's delegate
 //    serializes executions with its mutex (docs/architecture.md, "lock the delegate"), so this is supported, and
 //    each call runs on the profile its own thread asked for. `OneDelegateExecutedConcurrently...`
-//  * Separate Modules of one program loaded with shared_scratch: their delegates draw on one scratch pool, whose lock
-//    serializes them, while another thread makes the pool grow and shrink. `SeparateModulesSharingOneScratchPool...`
+//  * Sessions (Modules) over one Program loaded with shared_scratch: their delegates draw on one scratch pool, whose
+//    lock serializes them, while another thread makes the pool grow and shrink. `SessionsOfOneProgramSharing...`
 //
 // Every execution's profile is checked in the thread's etrt::ExecutionReport against a model of the selection
 // rules, and its logits against fixtures.h. Guards and reports are created and destroyed around every execution,
@@ -216,8 +216,12 @@ struct LoadedModule {
   std::unique_ptr<Module> module;
 };
 
+// `shared`: a Program another Module loaded, which this Module then runs too (ExecuTorch's sessions over one
+// Program); `program` then only names it in messages. `method`: the method loaded.
 std::unique_ptr<LoadedModule> load_module(const char* strategy, const std::string& program, std::string* error,
-                                          bool shared_scratch = false) {
+                                          bool shared_scratch = false,
+                                          std::shared_ptr<::executorch::runtime::Program> shared = nullptr,
+                                          const char* method = "forward") {
   auto loaded = std::make_unique<LoadedModule>();
   if (loaded->options.set_option(etrt::kOptionProfileStrategy, strategy) != et::Error::Ok ||
       (shared_scratch && loaded->options.set_option(etrt::kOptionSharedScratch, true) != et::Error::Ok) ||
@@ -225,8 +229,9 @@ std::unique_ptr<LoadedModule> load_module(const char* strategy, const std::strin
     *error = "cannot set the load options";
     return nullptr;
   }
-  loaded->module = std::make_unique<Module>(fixture(program + ".pte"));
-  if (loaded->module->load(loaded->map) != et::Error::Ok || loaded->module->load_forward() != et::Error::Ok) {
+  loaded->module = shared != nullptr ? std::make_unique<Module>(std::move(shared))
+                                     : std::make_unique<Module>(fixture(program + ".pte"));
+  if (loaded->module->load(loaded->map) != et::Error::Ok || loaded->module->load_method(method) != et::Error::Ok) {
     *error = "loading " + program + ".pte failed: " + etrt::last_error_message();
     return nullptr;
   }
@@ -340,34 +345,51 @@ TEST_P(Stress, SeparateModulesEachRunTheProfileTheirOwnGuardsAskFor) {
 
 // ---- separate Modules on separate threads drawing on one shared scratch pool (load option shared_scratch) ----
 
-// The packer's programs carry no named data, so these Modules are one program to the pool (scratch_pool.h): their
-// executions are serialized on its lock while each keeps its own delegate lock. Meanwhile another thread loads and
-// destroys a program whose delegate needs more scratch than theirs, so the pool grows and shrinks under them and
-// every delegate moves to the new buffer before its next enqueue. Under ThreadSanitizer an execution that ran in
-// the buffer beside another, or in a buffer already freed, is a report.
-TEST_P(Stress, SeparateModulesSharingOneScratchPoolComputeCorrectlyWhileItGrowsAndShrinks) {
+// Sessions over one Program: Modules made from the Program another Module loaded (Module(std::shared_ptr<Program>)),
+// each running scratch_methods' "forward" (a chain of four delegates) on its own thread. They are one program to the
+// pool (scratch_pool.h: ExecuTorch hands them the same NamedDataMap), so their executions are serialized on its lock
+// while each keeps its own delegate locks. Meanwhile another thread makes Modules of the same Program that load the
+// method "big", whose delegate needs more scratch than any of the chain's, and destroys them: the pool grows and
+// shrinks under the others, and every delegate moves to the new buffer before its next enqueue. Under
+// ThreadSanitizer an execution that ran in the buffer beside another, or in a buffer already freed, is a report.
+TEST_P(Stress, SessionsOfOneProgramSharingOneScratchPoolComputeCorrectlyWhileItGrowsAndShrinks) {
+  constexpr size_t kSessions = 4;
   Budget budget;
   Failures failures;
-  std::vector<std::unique_ptr<LoadedModule>> modules;
-  for (size_t i = 0; i < std::size(kPatterns); ++i) {
+  std::vector<std::unique_ptr<LoadedModule>> sessions;
+  for (size_t i = 0; i < kSessions; ++i) {
     std::string error;
-    modules.push_back(load_module(strategy(), kProgram, &error, /*shared_scratch=*/true));
-    ASSERT_NE(modules.back(), nullptr) << error;
+    sessions.push_back(load_module(strategy(), "scratch_methods", &error, /*shared_scratch=*/true,
+                                   i == 0 ? nullptr : sessions[0]->module->program()));
+    ASSERT_NE(sessions.back(), nullptr) << error;
   }
-  std::vector<long> executed(modules.size(), 0);
+  // One call of `method` on `module`: "" when y = what the method computes for x.
+  const auto call = [](Module& module, const char* method, std::vector<float> x) -> std::string {
+    const auto result = module.execute(method, from_blob(x.data(), {1, 4}, ScalarType::Float));
+    if (!result.ok()) return std::string(method) + ": failed: " + etrt::last_error_message();
+    const float* y = result.get()[0].toTensor().const_data_ptr<float>();
+    std::vector<float> want = x;
+    if (std::string(method) == "big") {
+      for (float& v : want) v = 2.0f * v + etrt::fixtures::kScratchBigBias;
+    } else {
+      want = etrt::fixtures::scratch_chain_expected(x);
+    }
+    for (size_t j = 0; j < want.size(); ++j)
+      if (y[j] != want[j]) return std::string(method) + ": wrong output";
+    return "";
+  };
+  std::vector<long> executed(sessions.size(), 0);
   std::atomic<long> resized{0};
   std::vector<std::thread> threads;
-  for (size_t t = 0; t < modules.size(); ++t) {
+  for (size_t t = 0; t < sessions.size(); ++t) {
     threads.emplace_back([&, t] {
-      const Pattern pattern = kPatterns[t];
-      Module& module = *modules[t]->module;
+      Module& module = *sessions[t]->module;
       long i = 0;
       for (; budget.more(i); ++i) {
-        const int32_t tokens = tokens_for(pattern, i, static_cast<long>(t));
-        const std::string bad = with_request(pattern, [&] { return forward(module, token_ids(tokens, i)); });
+        const auto v = static_cast<float>(i % 97);
+        const std::string bad = call(module, "forward", {v, static_cast<float>(t), -v, 1.0f});
         if (!bad.empty()) {
-          failures.add(std::string(name_of(pattern)) + ", thread " + std::to_string(t) + ", iteration " +
-                       std::to_string(i) + ": " + bad);
+          failures.add("session " + std::to_string(t) + ", iteration " + std::to_string(i) + ": " + bad);
           budget.stop();
           break;
         }
@@ -379,27 +401,25 @@ TEST_P(Stress, SeparateModulesSharingOneScratchPoolComputeCorrectlyWhileItGrowsA
     long i = 0;
     for (; budget.more(i); ++i) {
       std::string error;
-      auto big = load_module(strategy(), "scratch_big", &error, /*shared_scratch=*/true);
+      auto big = load_module(strategy(), "scratch_methods", &error, /*shared_scratch=*/true,
+                             sessions[0]->module->program(), "big");
       if (big == nullptr) {
         failures.add("growing the pool: " + error);
         return;
       }
-      std::vector<float> x = {1.0f, 2.0f, 3.0f, 4.0f};
-      const auto result = big->module->forward(from_blob(x.data(), {1, 4}, ScalarType::Float));
-      if (!result.ok()) {
-        failures.add(std::string("scratch_big: forward failed: ") + etrt::last_error_message());
+      const std::string bad = call(*big->module, "big", {1.0f, 2.0f, 3.0f, 4.0f});
+      if (!bad.empty()) {
+        failures.add(bad);
         return;
       }
-      const float* y = result.get()[0].toTensor().const_data_ptr<float>();
-      for (size_t j = 0; j < x.size(); ++j)
-        if (y[j] != 2.0f * x[j] + etrt::fixtures::kScratchBigBias) failures.add("scratch_big: wrong output");
     }
     resized += i;
   });
   for (std::thread& t : threads) t.join();
   failures.expect_none();
-  for (size_t t = 0; t < executed.size(); ++t) EXPECT_GE(executed[t], kMinIterations) << "thread " << t;
+  for (size_t t = 0; t < executed.size(); ++t) EXPECT_GE(executed[t], kMinIterations) << "session " << t;
   EXPECT_GE(resized.load(), kMinIterations);
+  while (!sessions.empty()) sessions.pop_back();  // the first Module, which owns the Program's loader, goes last
 }
 
 // ---- one Module, shared; whole executions serialized by the runner ----
