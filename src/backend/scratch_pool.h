@@ -8,9 +8,9 @@
 // freed with its last member.
 //
 // The program is the scope delegate-owned state uses (delegate_state.h): the NamedDataMap ExecuTorch hands every
-// delegate of a Program. A program without named data gets the null scope, shared with every other such program in
-// the process (the project's packer writes none; ExecuTorch's exporter always writes a table), so two Modules loaded
-// from one such file share a pool, and two loads of one exported file do not.
+// delegate of a Program: its methods share a pool, and so do Modules made from one loaded Program (sessions); two
+// loads of one file do not. A program without named data gets the null scope, shared with every other such program in
+// the process (ExecuTorch's exporter and the project's packer always write a table).
 //
 // Ordering. An execution of a member holds the pool's lock from after its wait for its own previous work (decision 6,
 // step 2) until its in-flight event is recorded (DeviceCall::end), so no two members ever issue work into the buffer
