@@ -147,7 +147,7 @@ class Delegate {
   Error finish_outputs(const Target& target, DeviceCall& device);
   Error finish_in_place(const Target& target, DeviceCall& device);
   Error refuse_argument_count(size_t found);
-  Error finish(const ThreadState& thread, const Outcome& outcome, Error status);
+  Error finish(const ThreadState& thread, const Outcome& outcome, const CopiedBytes& copied, Error status);
 
   char name_[64] = {};
   LoadOptions options_;

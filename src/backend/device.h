@@ -30,6 +30,7 @@
 
 #include <executorch/runtime/core/exec_aten/exec_aten.h>
 
+#include "backend/counters.h"
 #include "common/error.h"
 #include "engine/engine.h"
 
@@ -95,7 +96,8 @@ struct DeviceState {
   void* in_flight_event = nullptr;   // recorded after each execution's last work
   void* in_flight_stream = nullptr;  // the stream it was last recorded on
   bool in_flight_recorded = false;
-  // One buffer per delegate argument, inputs then outputs, at capacity; and whether this execution staged each one.
+  // One buffer per delegate argument, inputs then outputs, at capacity; and whether this execution staged each one
+  // (kNotStaged, kStagedFromHost, kStagedRealigned), which also says how its copies are counted (CopiedBytes).
   std::vector<DeviceBuffer> staging;
   std::vector<uint8_t> staged;
   // CUDA graphs (LoadOptions::cuda_graphs, device engines only): one set per execution context; `graphs_failed`
@@ -108,6 +110,11 @@ struct DeviceState {
   DeviceState(const DeviceState&) = delete;
   DeviceState& operator=(const DeviceState&) = delete;
 };
+
+// DeviceState::staged values.
+inline constexpr uint8_t kNotStaged = 0;
+inline constexpr uint8_t kStagedFromHost = 1;   // host memory through a device buffer: host-to-device and back
+inline constexpr uint8_t kStagedRealigned = 2;  // the same memory at an aligned address: a host or device copy
 
 // True when this build can run engines whose memory kind is `kind`.
 bool memory_kind_supported(engine::MemoryKind kind);
@@ -169,6 +176,9 @@ class DeviceCall {
 
   // Something that may run on the device was issued on stream() (a switch, an enqueue): end() must record it.
   void issued() { issued_ = true; }
+
+  // The bytes this execution's copies moved so far, by where they moved.
+  const CopiedBytes& copied() const { return copied_; }
 
   // The address the engine gets for delegate argument `k` (inputs first). Memory the engine can use in place (any
   // memory for host engines; device memory of the delegate's device for device engines) is bound as it is; host
@@ -236,6 +246,7 @@ class DeviceCall {
   bool host_memory_in_flight_ = false;
   // The caller handed over its stream (CudaStreamGuard); without one, end() waits for the execution's work.
   bool caller_stream_ = false;
+  CopiedBytes copied_;
 };
 
 }  // namespace etrt::backend

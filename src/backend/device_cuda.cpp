@@ -304,8 +304,8 @@ Error DeviceCall::begin() {
 Error DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name, void** address) {
   const char* role = is_input ? "input" : "output";
   void* data = tensor.mutable_data_ptr();
-  if (!state_.device) return bind_host(state_, why_, k, tensor, is_input, name, address);
-  state_.staged[k] = 0;
+  if (!state_.device) return bind_host(state_, why_, k, tensor, is_input, name, address, copied_);
+  state_.staged[k] = kNotStaged;
   const size_t bytes = tensor.nbytes();
   int device = -1;
   const Placement placement = placement_of(tensor, data, &device);
@@ -329,8 +329,9 @@ Error DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input
   if (fits != Error::Ok) return fits;
   if (data == nullptr && bytes > 0) return refuse_missing_memory(why_, role, name, bytes);
   *address = staging.data();
-  state_.staged[k] = 1;
+  state_.staged[k] = on_device ? kStagedRealigned : kStagedFromHost;
   if (is_input && bytes > 0) {
+    (on_device ? copied_.realigned : copied_.host_to_device) += static_cast<int64_t>(bytes);
     // From pageable memory the copy has read the tensor by the time it returns; from pinned memory it runs later,
     // so end() must wait before the caller may touch the tensor again.
     // cudaMemcpyDefault: from host memory, or from misaligned device memory.
@@ -352,16 +353,18 @@ bool DeviceCall::on_delegate_device(const executorch::aten::Tensor& tensor) cons
 
 Error DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count) {
   if (!state_.device) {
-    copy_back_host(state_, tensors, first_output, count);
+    copy_back_host(state_, tensors, first_output, count, copied_);
     return Error::Ok;
   }
   for (size_t k = first_output; k < first_output + count; ++k) {
-    if (state_.staged[k] == 0 || tensors[k] == nullptr) continue;
+    if (state_.staged[k] == kNotStaged || tensors[k] == nullptr) continue;
     executorch::aten::Tensor& t = *tensors[k];
     const size_t bytes = t.nbytes();
     if (bytes == 0) continue;
+    const bool to_host = state_.staged[k] == kStagedFromHost;
+    (to_host ? copied_.device_to_host : copied_.realigned) += static_cast<int64_t>(bytes);
     // ExecuTorch's caller reads host outputs as soon as execute() returns: end() waits for these copies.
-    host_memory_in_flight_ = true;
+    if (to_host) host_memory_in_flight_ = true;
     const cudaError_t status = cudaMemcpyAsync(t.mutable_data_ptr(), state_.staging[k].data(), bytes,
                                                cudaMemcpyDefault, as_stream(stream_));
     if (status != cudaSuccess)
@@ -386,19 +389,25 @@ Error DeviceCall::check_in_place(const executorch::aten::Tensor& input, const ch
 Error DeviceCall::finish_in_place(size_t k, executorch::aten::Tensor& input, executorch::aten::Tensor* write_back,
                                   size_t bytes, const char* name) {
   if (!state_.device) {
-    finish_in_place_host(state_, k, input, write_back, bytes);
+    finish_in_place_host(state_, k, input, write_back, bytes, copied_);
     return Error::Ok;
   }
   if (bytes == 0) return Error::Ok;
   void* data = input.mutable_data_ptr();
   cudaError_t status = cudaSuccess;
-  // A misaligned device input was staged on the device: the engine updated the staging buffer.
-  if (state_.staged[k] != 0)
-    status = cudaMemcpyAsync(data, state_.staging[k].data(), bytes, cudaMemcpyDeviceToDevice, as_stream(stream_));
+  // A staged input: the engine updated the staging buffer. Misaligned device memory was staged on the device; on an
+  // integrated GPU, misaligned host memory through a device buffer.
+  if (state_.staged[k] != kNotStaged) {
+    const bool to_host = state_.staged[k] == kStagedFromHost;
+    (to_host ? copied_.device_to_host : copied_.realigned) += static_cast<int64_t>(bytes);
+    if (to_host) host_memory_in_flight_ = true;
+    status = cudaMemcpyAsync(data, state_.staging[k].data(), bytes, cudaMemcpyDefault, as_stream(stream_));
+  }
   if (status == cudaSuccess && write_back != nullptr && write_back->mutable_data_ptr() != data) {
     int device = -1;
     const Placement placement = placement_of(*write_back, write_back->const_data_ptr(), &device);
     if (placement == Placement::kHost || placement == Placement::kPinnedHost) host_memory_in_flight_ = true;
+    copied_.write_back += static_cast<int64_t>(bytes);
     status = cudaMemcpyAsync(write_back->mutable_data_ptr(), data, bytes, cudaMemcpyDefault, as_stream(stream_));
   }
   if (status != cudaSuccess)
@@ -409,6 +418,7 @@ Error DeviceCall::finish_in_place(size_t k, executorch::aten::Tensor& input, exe
 }
 
 Error DeviceCall::write_back_state(void* state, const void* output, size_t bytes, const char* name) {
+  copied_.write_back += static_cast<int64_t>(bytes);
   if (!state_.device) {
     std::memcpy(state, output, bytes);
     return Error::Ok;
