@@ -84,8 +84,13 @@ Error DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input
   return bind_host(state_, why_, k, tensor, is_input, name, address, copied_);
 }
 
-// No device engine loads in a build without CUDA.
-bool DeviceCall::on_delegate_device(const executorch::aten::Tensor& /*tensor*/) const { return false; }
+// No device engine loads in a build without CUDA: every engine is a host engine.
+MemoryPlace DeviceCall::place_of(const executorch::aten::Tensor& tensor, int* device) const {
+  *device = -1;
+  return host_engine_place_of(tensor);
+}
+
+bool DeviceCall::binds_in_place_on_device(const executorch::aten::Tensor& /*tensor*/) { return false; }
 
 Error DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count) {
   copy_back_host(state_, tensors, first_output, count, copied_);

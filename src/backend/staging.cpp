@@ -59,11 +59,11 @@ Error refuse_device_tensor_for_host_engine(Diagnostic& why, const executorch::at
 Error bind_host(DeviceState& state, Diagnostic& why, size_t k, executorch::aten::Tensor& tensor, bool is_input,
                 const char* name, void** address, CopiedBytes& copied) {
   void* data = tensor.mutable_data_ptr();
+  const Binding binding = choose_binding(host_engine_place_of(tensor), engine::io_address_aligned(data), state.reach);
   // Host code must never touch device memory: refuse before reading or binding it.
-  if (tensor.device_type() != executorch::runtime::etensor::DeviceType::CPU)
-    return refuse_device_tensor_for_host_engine(why, tensor, is_input, name);
+  if (binding == Binding::kRefuseOtherDevice) return refuse_device_tensor_for_host_engine(why, tensor, is_input, name);
   state.staged[k] = kNotStaged;
-  if (engine::io_address_aligned(data)) {
+  if (binding == Binding::kInPlace) {
     *address = data;
     return Error::Ok;
   }

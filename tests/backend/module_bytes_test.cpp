@@ -100,9 +100,15 @@ class CopiedBytesTest : public ::testing::Test {
   AlignedBuffer<float> out_;
 };
 
-TEST_F(CopiedBytesTest, AHostEngineOnAlignedBuffersCopiesNothing) {
+// A host engine reaches host memory as an integrated GPU does (binding_policy.h): aligned host memory is bound where
+// it is, no byte moves.
+TEST_F(CopiedBytesTest, AHostEngineBindsAlignedHostMemoryInPlaceAndCopiesNothing) {
   const Bytes before = from_c_abi();
   const ExecutionRecord first = run({3}, 0, 0);
+  const void* bound_ids = nullptr;
+  for (const auto& e : events_of("unplanned_io", ref::TraceKind::kSetTensorAddress, true))
+    if (e.io_index == 0) bound_ids = e.address;
+  EXPECT_EQ(bound_ids, ids_.get()) << trace_text("unplanned_io");
   const ExecutionRecord repeated = run({4}, 0, 0);  // the repeat fast path
   EXPECT_EQ(of(first), Bytes{});
   EXPECT_EQ(of(repeated), Bytes{});
