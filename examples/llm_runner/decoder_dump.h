@@ -6,6 +6,8 @@
 //   {"model": "<.pte>", "vocab": V, "runs": [
 //     {"strategy": "switch", "selection": "pin", "steps": [
 //       {"phase": "prefill", "start_pos": 0, "profile": 1, "switched": true, "next_token": 49,
+//        "bytes": {"host_to_device": 0, "device_to_host": 0, "realigned": 0, "write_back": 0},
+//                                          what etrt copied (etrt::ExecutionRecord), summed over the step's delegates
 //        "tokens": [...],                  the tokens fed, S of them
 //        "logits": [[V floats], ...]},     S rows, %.9g (every float32 exactly; NaN as NaN)
 //       {"phase": "decode", "start_pos": 48, ...}, ...]}, ...]}
@@ -27,6 +29,11 @@ struct DumpStep {
   std::vector<int64_t> tokens;
   int32_t profile = -1;  // as etrt::ExecutionReport recorded it
   bool switched = false;
+  // Bytes etrt copied during the step, by where they moved (etrt::ExecutionRecord).
+  int64_t host_to_device_bytes = 0;
+  int64_t device_to_host_bytes = 0;
+  int64_t realigned_bytes = 0;
+  int64_t write_back_bytes = 0;
   std::vector<float> logits;  // [tokens.size(), vocab], row-major
   int64_t next = -1;          // the greedy choice at the last position
 };
@@ -74,6 +81,11 @@ inline bool write_dump(const std::string& path, const std::string& model, int64_
       std::fprintf(f, "{\"phase\": \"%s\", \"start_pos\": %lld, \"profile\": %d, \"switched\": %s, \"next_token\": %lld,",
                    step.phase, static_cast<long long>(step.start_pos), step.profile, step.switched ? "true" : "false",
                    static_cast<long long>(step.next));
+      std::fprintf(f,
+                   "\n \"bytes\": {\"host_to_device\": %lld, \"device_to_host\": %lld, \"realigned\": %lld, "
+                   "\"write_back\": %lld},",
+                   static_cast<long long>(step.host_to_device_bytes), static_cast<long long>(step.device_to_host_bytes),
+                   static_cast<long long>(step.realigned_bytes), static_cast<long long>(step.write_back_bytes));
       std::fprintf(f, "\n \"tokens\": [");
       for (size_t i = 0; i < step.tokens.size(); ++i)
         std::fprintf(f, "%s%lld", i == 0 ? "" : ", ", static_cast<long long>(step.tokens[i]));

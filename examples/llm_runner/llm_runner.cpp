@@ -158,6 +158,12 @@ class Decoder {
       step->profile = report.entries()[report.entries().size() - 1].profile;
       step->switched = report.entries()[report.entries().size() - 1].switched;
     }
+    for (const etrt::ExecutionRecord& e : report.entries()) {
+      step->host_to_device_bytes += e.host_to_device_bytes;
+      step->device_to_host_bytes += e.device_to_host_bytes;
+      step->realigned_bytes += e.realigned_bytes;
+      step->write_back_bytes += e.write_back_bytes;
+    }
     if (g_.write_back && !check_write_back(result.get(), *step)) return false;
     if (!options_.quiet)
       std::printf("  %-8s start_pos=%-5lld tokens=%-5zu profile=%d%-11s -> next token %lld\n", step->phase,

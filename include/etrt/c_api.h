@@ -109,6 +109,12 @@ typedef struct etrt_execution_record {
   uint8_t pin_ignored;  /**< 1: a pin was ignored by a static one-profile engine */
   uint8_t ok;           /**< 1: the execution succeeded */
   uint8_t reserved;
+  /* Bytes the execution copied (etrt::ExecutionRecord, etrt/options.h kCounter*Bytes). Appended: a caller built
+     against the layout without them passes the smaller size and gets the fields above. */
+  int64_t host_to_device_bytes;
+  int64_t device_to_host_bytes;
+  int64_t realigned_bytes;
+  int64_t write_back_bytes;
 } etrt_execution_record;
 
 /**
@@ -141,7 +147,9 @@ ETRT_C_API int etrt_report_clear(void* report);
 
 /**
  * The counter called `name` (etrt/options.h: "profile_switches", "executions",
- * "last_profile", "state_bytes", "scratch_bytes") into *value. ETRT_E_INVALID_ARGUMENT for another name.
+ * "last_profile", "state_bytes", "scratch_bytes", "host_to_device_bytes",
+ * "device_to_host_bytes", "realigned_bytes", "write_back_bytes") into *value.
+ * ETRT_E_INVALID_ARGUMENT for another name.
  */
 ETRT_C_API int etrt_counter(const char* name, int64_t* value);
 

@@ -108,6 +108,30 @@ inline constexpr char kCounterStateBytes[] = "state_bytes";
 /// own. (An int through get_option, capped at INT_MAX; etrt_counter gives the
 /// 64-bit value.)
 inline constexpr char kCounterScratchBytes[] = "scratch_bytes";
+/// Bytes the delegates copied since process start, by where they moved; each
+/// copy counts in exactly one of the four, so their sum is everything etrt
+/// copied, and ExecutionRecord has the same four for one execution. Copies a
+/// program makes around a delegate call (ExecuTorch's et_copy in a
+/// device-placed program, the write-back copy_ of a mutable buffer) are not
+/// etrt's and are not counted. Ints through get_option (clamped at INT_MAX
+/// like state_bytes); etrt_counter gives the 64-bit values.
+///
+/// Host memory staged into device memory for a device engine. 0 for host
+/// engines, for device memory bound in place, and on an integrated GPU for
+/// host memory the device addresses in place (docs/design.md, "Integrated GPUs").
+inline constexpr char kCounterHostToDeviceBytes[] = "host_to_device_bytes";
+/// Staged outputs (and staged in-place inputs) copied back into host memory.
+inline constexpr char kCounterDeviceToHostBytes[] = "device_to_host_bytes";
+/// Copies within one memory made only because an argument's address broke
+/// TensorRT's 256-byte alignment rule (ExecuTorch plans 16): host to host for
+/// a host engine, device to device for a device engine, in and back.
+inline constexpr char kCounterRealignedBytes[] = "realigned_bytes";
+/// Updated values copied to where they are kept: an input the engine updates
+/// in place (a KV cache) into the write-back output ExecuTorch passes for it,
+/// and a delegate-owned state's new value, when the engine writes it to an
+/// output of its own, into the state. Counted here whichever memories it
+/// crosses. 0 for caches updated in place with no write-back output.
+inline constexpr char kCounterWriteBackBytes[] = "write_back_bytes";
 
 /// What libetrt did about a CUDA device allocator when it loaded (one of
 /// CudaAllocatorState). A program exported with a CUDA target device (every

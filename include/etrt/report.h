@@ -27,6 +27,13 @@ struct ExecutionRecord {
   bool switched = false;      ///< a profile change happened for this execution
   bool pin_ignored = false;   ///< a pin was ignored by a static one-profile engine
   bool ok = false;            ///< the execution succeeded
+  /// Bytes this execution copied, by where they moved (etrt/options.h
+  /// kCounter*Bytes says which copy counts where); a failed execution reports
+  /// what it copied before it failed.
+  int64_t host_to_device_bytes = 0;
+  int64_t device_to_host_bytes = 0;
+  int64_t realigned_bytes = 0;
+  int64_t write_back_bytes = 0;
 };
 
 class ETRT_API ExecutionReport {

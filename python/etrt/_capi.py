@@ -35,6 +35,10 @@ class ExecutionRecordStruct(ctypes.Structure):
         ("pin_ignored", ctypes.c_uint8),
         ("ok", ctypes.c_uint8),
         ("reserved", ctypes.c_uint8),
+        ("host_to_device_bytes", ctypes.c_int64),
+        ("device_to_host_bytes", ctypes.c_int64),
+        ("realigned_bytes", ctypes.c_int64),
+        ("write_back_bytes", ctypes.c_int64),
     ]
 
 

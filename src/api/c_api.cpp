@@ -240,6 +240,10 @@ int etrt_report_entry(void* report, uint64_t i, etrt_execution_record* out, size
   record.switched = e.switched ? 1 : 0;
   record.pin_ignored = e.pin_ignored ? 1 : 0;
   record.ok = e.ok ? 1 : 0;
+  record.host_to_device_bytes = e.host_to_device_bytes;
+  record.device_to_host_bytes = e.device_to_host_bytes;
+  record.realigned_bytes = e.realigned_bytes;
+  record.write_back_bytes = e.write_back_bytes;
   std::memcpy(out, &record, size < sizeof(record) ? size : sizeof(record));
   return ETRT_OK;
 }
@@ -264,6 +268,14 @@ int etrt_counter(const char* name, int64_t* value) {
     *value = etrt::backend::state_bytes_held();
   } else if (std::strcmp(name, etrt::kCounterScratchBytes) == 0) {
     *value = etrt::backend::scratch_bytes_held();
+  } else if (std::strcmp(name, etrt::kCounterHostToDeviceBytes) == 0) {
+    *value = c.copied.host_to_device;
+  } else if (std::strcmp(name, etrt::kCounterDeviceToHostBytes) == 0) {
+    *value = c.copied.device_to_host;
+  } else if (std::strcmp(name, etrt::kCounterRealignedBytes) == 0) {
+    *value = c.copied.realigned;
+  } else if (std::strcmp(name, etrt::kCounterWriteBackBytes) == 0) {
+    *value = c.copied.write_back;
   } else {
     return ETRT_E_INVALID_ARGUMENT;
   }

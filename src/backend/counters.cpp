@@ -10,7 +10,16 @@ struct Registry {
   DelegateCounts* live = nullptr;  // the newest live delegate's counts; a doubly linked list through them
   int64_t destroyed_executions = 0;
   int64_t destroyed_switches = 0;
+  CopiedBytes destroyed_copied;
 };
+
+void add_copied(CopiedBytes& to, const std::atomic<int64_t>& h2d, const std::atomic<int64_t>& d2h,
+                const std::atomic<int64_t>& realigned, const std::atomic<int64_t>& write_back) {
+  to.host_to_device += h2d.load(std::memory_order_relaxed);
+  to.device_to_host += d2h.load(std::memory_order_relaxed);
+  to.realigned += realigned.load(std::memory_order_relaxed);
+  to.write_back += write_back.load(std::memory_order_relaxed);
+}
 
 // Leaked on purpose: a delegate destroyed during static destruction (a Module held by a static) still leaves it.
 Registry& registry() {
@@ -35,6 +44,7 @@ DelegateCounts::~DelegateCounts() {
   std::lock_guard<std::mutex> lock(r.mutex);
   r.destroyed_executions += executions_.load(std::memory_order_relaxed);
   r.destroyed_switches += switches_.load(std::memory_order_relaxed);
+  add_copied(r.destroyed_copied, host_to_device_, device_to_host_, realigned_, write_back_);
   if (previous_ != nullptr)
     previous_->next_ = next_;
   else
@@ -48,9 +58,11 @@ CounterTotals counter_totals() noexcept {
   std::lock_guard<std::mutex> lock(r.mutex);
   totals.executions = r.destroyed_executions;
   totals.switches = r.destroyed_switches;
+  totals.copied = r.destroyed_copied;
   for (const DelegateCounts* c = r.live; c != nullptr; c = c->next_) {
     totals.executions += c->executions_.load(std::memory_order_relaxed);
     totals.switches += c->switches_.load(std::memory_order_relaxed);
+    add_copied(totals.copied, c->host_to_device_, c->device_to_host_, c->realigned_, c->write_back_);
   }
   totals.last_profile = DelegateCounts::last_profile_.load(std::memory_order_relaxed);
   return totals;

@@ -148,7 +148,7 @@ class Delegate {
   Error finish_outputs(const Target& target, DeviceCall& device);
   Error finish_in_place(const Target& target, DeviceCall& device);
   Error refuse_argument_count(size_t found);
-  Error finish(const ThreadState& thread, const Outcome& outcome, Error status);
+  Error finish(const ThreadState& thread, const Outcome& outcome, const CopiedBytes& copied, Error status);
   Error take_scratch(ScratchPool& pool, DeviceCall& device);
   Error rebind_scratch(ScratchPool& pool);
 

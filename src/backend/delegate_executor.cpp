@@ -88,7 +88,7 @@ Error Delegate::execute(Span<EValue*> args) {
     device.pass_scratch_turn(&pool->turn());
     pool->unlock();
   }
-  return finish(thread, outcome, status);
+  return finish(thread, outcome, device.copied(), status);
 }
 
 // Under the pool's lock, before anything of this execution reaches the device: orders the stream after the pool's
@@ -467,13 +467,13 @@ inline Error Delegate::bind(const Target& target, DeviceCall& device) {
     if (slot.alias_of >= 0) {
       // Written in place: bound where its input was just bound (TensorRT requires it of a KV-cache update).
       address = cache.addresses[static_cast<size_t>(slot.alias_of)];
-      device_.staged[k] = 0;
+      device_.staged[k] = kNotStaged;
     } else if (slot.state >= 0) {
       // The delegate's own state: its storage, or for a new value written back, the buffer it is written to.
       const OwnedState& state = states_[static_cast<size_t>(slot.state)];
       address = is_input ? state.hold.data() : state.output_buffer.data();
-      device_.staged[k] = 0;
-    } else if (!device_.device && device_.staged[k] == 0 && cache.addresses[k] != nullptr &&
+      device_.staged[k] = kNotStaged;
+    } else if (!device_.device && device_.staged[k] == kNotStaged && cache.addresses[k] != nullptr &&
                arg_tensors_[k]->const_data_ptr() == cache.addresses[k]) {
       continue;  // a host engine's tensor bound in place last time, at the same address: nothing to check or copy
     } else {
@@ -545,7 +545,8 @@ inline Error Delegate::finish_in_place(const Target& target, DeviceCall& device)
 }
 
 // Ends an execution: the refusal (if any) as the thread's last error, the counters and the thread's report.
-inline Error Delegate::finish(const ThreadState& thread, const Outcome& outcome, Error status) {
+inline Error Delegate::finish(const ThreadState& thread, const Outcome& outcome, const CopiedBytes& copied,
+                              Error status) {
   if (status != Error::Ok) report_error(name_, "%s", why_.c_str());
   if (thread.report != nullptr) {
     ExecutionRecord record;
@@ -556,8 +557,13 @@ inline Error Delegate::finish(const ThreadState& thread, const Outcome& outcome,
     record.switched = outcome.switched;
     record.pin_ignored = outcome.pin_ignored;
     record.ok = status == Error::Ok;
+    record.host_to_device_bytes = copied.host_to_device;
+    record.device_to_host_bytes = copied.device_to_host;
+    record.realigned_bytes = copied.realigned;
+    record.write_back_bytes = copied.write_back;
     ExecutionReport::record_on_this_thread(record);
   }
+  counts_.count_bytes(copied);  // what moved, moved: a failed execution's copies count too
   if (status == Error::Ok) counts_.count_execution(outcome.profile);
   return status;
 }

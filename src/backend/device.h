@@ -11,7 +11,9 @@
 //    profile switch, the copies and the enqueue of one execution all go on it.
 //  * device memory is bound in place; host memory is staged through one device
 //    buffer per delegate argument, made at load for the largest size the engine
-//    accepts (inputs) or produces (outputs), with async copies on the stream.
+//    accepts (inputs) or produces (outputs), with async copies on the stream --
+//    except on an integrated GPU, which reaches host memory itself: there the
+//    host memory it can address is bound in place too (binding_policy.h).
 //  * an in-flight event per delegate, recorded after each execution's last work:
 //    the next execution makes its stream wait for it (on the device, and only
 //    when the stream differs), destroy waits for it on the host, and an
@@ -30,6 +32,8 @@
 
 #include <executorch/runtime/core/exec_aten/exec_aten.h>
 
+#include "backend/binding_policy.h"
+#include "backend/counters.h"
 #include "common/error.h"
 #include "engine/engine.h"
 
@@ -97,11 +101,16 @@ struct GraphSet {
 struct DeviceState {
   bool device = false;  // the engine runs in device memory
   int device_id = 0;    // the blob's device_id
+  // The memory the engine binds in place (binding_policy.h): a host engine's, or what the device reaches, asked of
+  // CUDA at load (prepare_device_state).
+  EngineReach reach = EngineReach::host_engine();
+  DeviceTraits traits;
   // Opaque CUDA objects (cudaEvent_t, cudaStream_t) so this header needs no CUDA.
   void* in_flight_event = nullptr;   // recorded after each execution's last work
   void* in_flight_stream = nullptr;  // the stream it was last recorded on
   bool in_flight_recorded = false;
-  // One buffer per delegate argument, inputs then outputs, at capacity; and whether this execution staged each one.
+  // One buffer per delegate argument, inputs then outputs, at capacity; and whether this execution staged each one
+  // (kNotStaged, kStagedFromHost, kStagedRealigned), which also says how its copies are counted (CopiedBytes).
   std::vector<DeviceBuffer> staging;
   std::vector<uint8_t> staged;
   // CUDA graphs (LoadOptions::cuda_graphs, device engines only): one set per execution context; `graphs_failed`
@@ -130,6 +139,18 @@ void wait_for_scratch_turn(const ScratchTurn& turn);
 // Destroys every CUDA graph the delegate captured (the scratch its contexts run in moved: a graph keeps the old
 // addresses). The next execution of each context enqueues plainly first, as after any change.
 void drop_all_graphs(DeviceState* state);
+
+// DeviceState::staged values.
+inline constexpr uint8_t kNotStaged = 0;
+inline constexpr uint8_t kStagedFromHost = 1;   // host memory through a device buffer: host-to-device and back
+inline constexpr uint8_t kStagedRealigned = 2;  // the same memory at an aligned address: a host or device copy
+
+// Where a tensor lives, for a host engine, which never asks CUDA: ExecuTorch's word for it (Tensor::device_type(); a
+// program exported with a CUDA target device places its delegate arguments on CUDA), host memory otherwise.
+inline MemoryPlace host_engine_place_of(const executorch::aten::Tensor& tensor) {
+  return tensor.device_type() == executorch::runtime::etensor::DeviceType::CPU ? MemoryPlace::kPageableHost
+                                                                               : MemoryPlace::kOtherDevice;
+}
 
 // True when this build can run engines whose memory kind is `kind`.
 bool memory_kind_supported(engine::MemoryKind kind);
@@ -192,6 +213,9 @@ class DeviceCall {
   // Something that may run on the device was issued on stream() (a switch, an enqueue): end() must record it.
   void issued() { issued_ = true; }
 
+  // The bytes this execution's copies moved so far, by where they moved.
+  const CopiedBytes& copied() const { return copied_; }
+
   // The address the engine gets for delegate argument `k` (inputs first). Memory the engine can use in place (any
   // memory for host engines; device memory of the delegate's device for device engines) is bound as it is; host
   // memory is staged: inputs are copied into staging[k] on the stream now, outputs copied back by
@@ -199,14 +223,14 @@ class DeviceCall {
   // another device, larger than its staging buffer, null), Internal when the staging copy itself fails.
   [[nodiscard]] Error bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name, void** address);
 
-  // True when bind() would bind `tensor` as it is, without staging: 256-byte-aligned host memory for a host engine;
-  // for a device engine also memory of the delegate's device or managed memory, which CUDA is asked about, as
-  // bind() asks it, on every call. No side effects: a repeated execution (Delegate::Repeat) checks with it that
-  // each argument is still where it was bound.
-  bool binds_in_place(const executorch::aten::Tensor& tensor) const {
-    return engine::io_address_aligned(tensor.const_data_ptr()) &&
-           (state_.device ? on_delegate_device(tensor)
-                          : tensor.device_type() == executorch::runtime::etensor::DeviceType::CPU);
+  // True when bind() would bind `tensor` as it is, without staging (binding_policy.h): 256-byte-aligned memory the
+  // engine reaches, which for a device engine CUDA is asked about, as bind() asks it, on every call. A repeated
+  // execution (Delegate::Repeat) checks with it that each argument is still where it was bound; host memory bound
+  // in place (an integrated GPU's) is then marked in use by the stream, as bind() marks it, so end() waits for it.
+  bool binds_in_place(const executorch::aten::Tensor& tensor) {
+    if (state_.device) return binds_in_place_on_device(tensor);
+    return choose_binding(host_engine_place_of(tensor), engine::io_address_aligned(tensor.const_data_ptr()),
+                          state_.reach) == Binding::kInPlace;
   }
 
   // After a successful enqueue: copies every staged output (arguments first_output.. of `tensors`) back into its
@@ -252,8 +276,10 @@ class DeviceCall {
   void pass_scratch_turn(ScratchTurn* turn) const;
 
  private:
-  // Device engines: `tensor` is in memory of the delegate's device or in managed memory.
-  bool on_delegate_device(const executorch::aten::Tensor& tensor) const;
+  // Where `tensor` lives, as the delegate's device sees it (device engines ask CUDA; host engines read the tensor's
+  // device type). `device` receives the device of device memory, for messages.
+  MemoryPlace place_of(const executorch::aten::Tensor& tensor, int* device) const;
+  bool binds_in_place_on_device(const executorch::aten::Tensor& tensor);
 
   DeviceState& state_;
   const char* delegate_;
@@ -269,6 +295,7 @@ class DeviceCall {
   // is left on the device).
   bool recorded_ = false;
   bool finished_ = false;
+  CopiedBytes copied_;
 };
 
 }  // namespace etrt::backend

@@ -38,34 +38,56 @@ std::string cuda_text(cudaError_t status) {
 // of their own to check.
 bool is_special_stream(cudaStream_t s) { return s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread; }
 
-enum class Placement { kHost, kPinnedHost, kDevice, kManaged };
-
-// Where `data` lives. ExecuTorch 1.5 tensors can say so themselves (Tensor::device_type()); a tensor that says
-// CPU may still point at device memory (a runner's buffer shared through an unplanned input or set_output), so
-// CUDA is asked then. Asked on every call: a cached answer would go stale when a runner registers a buffer
-// (cudaHostRegister turns pageable memory pinned at the same address) or an address is reused.
-Placement placement_of(const executorch::aten::Tensor& t, const void* data, int* device) {
+// Where `data` lives, as device `delegate_device` sees it. ExecuTorch 1.5 tensors can say so themselves
+// (Tensor::device_type()); a tensor that says CPU may still point at device memory (a runner's buffer shared through
+// an unplanned input or set_output), so CUDA is asked then. Asked on every call: a cached answer would go stale when
+// a runner registers a buffer (cudaHostRegister turns pageable memory pinned at the same address) or an address is
+// reused.
+MemoryPlace place_of_pointer(const executorch::aten::Tensor& t, const void* data, int delegate_device, int* device) {
+  *device = -1;
   if (t.device_type() == executorch::runtime::etensor::DeviceType::CUDA) {
     *device = t.device_index();
-    return Placement::kDevice;
+    return *device == delegate_device ? MemoryPlace::kDevice : MemoryPlace::kOtherDevice;
   }
   cudaPointerAttributes attributes{};
   if (data == nullptr || cudaPointerGetAttributes(&attributes, data) != cudaSuccess) {
     // A pointer CUDA knows nothing about is host memory; the failed query leaves an error to clear.
     (void)cudaGetLastError();
-    return Placement::kHost;
+    return MemoryPlace::kPageableHost;
   }
-  *device = attributes.device;
   switch (attributes.type) {
     case cudaMemoryTypeDevice:
-      return Placement::kDevice;
+      *device = attributes.device;
+      return attributes.device == delegate_device ? MemoryPlace::kDevice : MemoryPlace::kOtherDevice;
     case cudaMemoryTypeManaged:
-      return Placement::kManaged;
+      return MemoryPlace::kManaged;
     case cudaMemoryTypeHost:
-      return Placement::kPinnedHost;
+      // Whether the device addresses it at this address is the device's trait (EngineReach::pinned_host): with
+      // cudaDevAttrCanUseHostPointerForRegisteredMem every pinned buffer has one address on both sides.
+      return MemoryPlace::kPinnedHost;
     default:
-      return Placement::kHost;
+      return MemoryPlace::kPageableHost;
   }
+}
+
+bool is_host(MemoryPlace place) { return place == MemoryPlace::kPageableHost || place == MemoryPlace::kPinnedHost; }
+
+// What `device` says about reaching host memory. An attribute CUDA does not answer reads as "no": the device is then
+// treated as discrete, which stages host memory and is always correct.
+DeviceTraits query_device_traits(int device) {
+  const auto ask = [device](cudaDeviceAttr attribute) {
+    int value = 0;
+    if (cudaDeviceGetAttribute(&value, attribute, device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    return value != 0;
+  };
+  DeviceTraits traits;
+  traits.integrated = ask(cudaDevAttrIntegrated);
+  traits.host_pointer_for_registered_mem = ask(cudaDevAttrCanUseHostPointerForRegisteredMem);
+  traits.pageable_memory_access = ask(cudaDevAttrPageableMemoryAccess);
+  return traits;
 }
 
 }  // namespace
@@ -180,6 +202,13 @@ Error prepare_device_state(DeviceState* state, int device_id, const std::vector<
                            Diagnostic& why) {
   state->device = true;
   state->device_id = device_id;
+  state->traits = query_device_traits(device_id);
+  state->reach = EngineReach::device_engine(state->traits);
+  if (state->traits.integrated)
+    ET_LOG(Info,
+           "CUDA device %d is integrated: host memory it addresses is bound in place, not staged (pinned host memory: "
+           "%s; pageable host memory: %s)",
+           device_id, state->reach.pinned_host ? "yes" : "no", state->reach.pageable_host ? "yes" : "no");
   const Error staged = make_staging_buffers(state, engine::MemoryKind::kDevice, staging_bytes, why);
   if (staged != Error::Ok) return staged;
   cudaEvent_t event = nullptr;
@@ -334,42 +363,53 @@ Error DeviceCall::begin() {
   return Error::Ok;
 }
 
+MemoryPlace DeviceCall::place_of(const executorch::aten::Tensor& tensor, int* device) const {
+  if (!state_.device) {
+    *device = -1;
+    return host_engine_place_of(tensor);
+  }
+  return place_of_pointer(tensor, tensor.const_data_ptr(), state_.device_id, device);
+}
+
 Error DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name, void** address) {
   const char* role = is_input ? "input" : "output";
   void* data = tensor.mutable_data_ptr();
-  if (!state_.device) return bind_host(state_, why_, k, tensor, is_input, name, address);
-  state_.staged[k] = 0;
+  if (!state_.device) return bind_host(state_, why_, k, tensor, is_input, name, address, copied_);
+  state_.staged[k] = kNotStaged;
   const size_t bytes = tensor.nbytes();
   int device = -1;
-  const Placement placement = placement_of(tensor, data, &device);
-  const bool on_device = placement == Placement::kDevice || placement == Placement::kManaged;
-  if (on_device) {
-    if (placement == Placement::kDevice && device != state_.device_id)
-      return fail(why_, Error::InvalidArgument,
-                  "%s '%s' is in memory of CUDA device %d, but this delegate runs on device %d (device_id in its "
-                  "blob); pass memory of device %d, or host memory (etrt then stages it)",
-                  role, name, device, state_.device_id, state_.device_id);
-    if (engine::io_address_aligned(data)) {
-      *address = data;
-      return Error::Ok;
-    }
-    // Device memory TensorRT would refuse for its alignment (ExecuTorch plans 16 bytes): staged on the device.
+  const MemoryPlace place = place_of(tensor, &device);
+  const Binding binding = choose_binding(place, engine::io_address_aligned(data), state_.reach);
+  if (binding == Binding::kRefuseOtherDevice)
+    return fail(why_, Error::InvalidArgument,
+                "%s '%s' is in memory of CUDA device %d, but this delegate runs on device %d (device_id in its "
+                "blob); pass memory of device %d, or host memory (etrt then stages it)",
+                role, name, device, state_.device_id, state_.device_id);
+  if (binding == Binding::kInPlace) {
+    // Host memory an integrated GPU reaches: the engine reads and writes it on the stream, after this returns.
+    if (is_host(place)) host_memory_in_flight_ = true;
+    *address = data;
+    return Error::Ok;
   }
+  // Staged: host memory the device does not reach, or memory it reaches at an address TensorRT would refuse for
+  // its alignment (ExecuTorch plans 16 bytes).
+  const bool realigned = binding == Binding::kStageRealigned;
   DeviceBuffer& staging = state_.staging[k];
   const char* instead =
-      on_device ? "256-byte-aligned device memory instead, which is bound in place" : "device memory instead";
+      realigned ? "256-byte-aligned device memory instead, which is bound in place" : "device memory instead";
   const Error fits = fits_staging(state_, why_, k, bytes, role, name, instead);
   if (fits != Error::Ok) return fits;
   if (data == nullptr && bytes > 0) return refuse_missing_memory(why_, role, name, bytes);
   *address = staging.data();
-  state_.staged[k] = 1;
+  state_.staged[k] = realigned ? kStagedRealigned : kStagedFromHost;
   if (is_input && bytes > 0) {
+    (realigned ? copied_.realigned : copied_.host_to_device) += static_cast<int64_t>(bytes);
     // From pageable memory the copy has read the tensor by the time it returns; from pinned memory it runs later,
     // so end() must wait before the caller may touch the tensor again.
     // cudaMemcpyDefault: from host memory, or from misaligned device memory.
     const cudaError_t status = cudaMemcpyAsync(staging.data(), data, bytes, cudaMemcpyDefault, as_stream(stream_));
     issued_ = true;
-    if (placement == Placement::kPinnedHost) host_memory_in_flight_ = true;
+    if (place == MemoryPlace::kPinnedHost) host_memory_in_flight_ = true;
     if (status != cudaSuccess)  // the copy failed, not the caller's tensor
       return fail(why_, Error::Internal, "copying %s '%s' (%zu bytes) to the device failed (cudaMemcpyAsync): %s", role,
                   name, bytes, cuda_text(status).c_str());
@@ -377,24 +417,29 @@ Error DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input
   return Error::Ok;
 }
 
-bool DeviceCall::on_delegate_device(const executorch::aten::Tensor& tensor) const {
+bool DeviceCall::binds_in_place_on_device(const executorch::aten::Tensor& tensor) {
   int device = -1;
-  const Placement placement = placement_of(tensor, tensor.const_data_ptr(), &device);
-  return placement == Placement::kManaged || (placement == Placement::kDevice && device == state_.device_id);
+  const MemoryPlace place = place_of(tensor, &device);
+  if (choose_binding(place, engine::io_address_aligned(tensor.const_data_ptr()), state_.reach) != Binding::kInPlace)
+    return false;
+  if (is_host(place)) host_memory_in_flight_ = true;  // as bind() marks it
+  return true;
 }
 
 Error DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count) {
   if (!state_.device) {
-    copy_back_host(state_, tensors, first_output, count);
+    copy_back_host(state_, tensors, first_output, count, copied_);
     return Error::Ok;
   }
   for (size_t k = first_output; k < first_output + count; ++k) {
-    if (state_.staged[k] == 0 || tensors[k] == nullptr) continue;
+    if (state_.staged[k] == kNotStaged || tensors[k] == nullptr) continue;
     executorch::aten::Tensor& t = *tensors[k];
     const size_t bytes = t.nbytes();
     if (bytes == 0) continue;
+    const bool to_host = state_.staged[k] == kStagedFromHost;
+    (to_host ? copied_.device_to_host : copied_.realigned) += static_cast<int64_t>(bytes);
     // ExecuTorch's caller reads host outputs as soon as execute() returns: end() waits for these copies.
-    host_memory_in_flight_ = true;
+    if (to_host) host_memory_in_flight_ = true;
     const cudaError_t status = cudaMemcpyAsync(t.mutable_data_ptr(), state_.staging[k].data(), bytes,
                                                cudaMemcpyDefault, as_stream(stream_));
     if (status != cudaSuccess)
@@ -405,33 +450,38 @@ Error DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, si
 }
 
 Error DeviceCall::check_in_place(const executorch::aten::Tensor& input, const char* name) {
-  if (!state_.device) return Error::Ok;
+  if (!state_.device || input.nbytes() == 0) return Error::Ok;
   int device = -1;
-  const Placement placement = placement_of(input, input.const_data_ptr(), &device);
-  if (placement == Placement::kDevice || placement == Placement::kManaged || input.nbytes() == 0) return Error::Ok;
+  if (!refuses_in_place_update(place_of(input, &device), state_.reach)) return Error::Ok;
   return fail(why_, Error::InvalidArgument,
               "input '%s' is updated in place by the engine (an aliased output, e.g. a KV cache), but it is in host "
-              "memory: etrt would stage it through a device buffer and the update would be lost. Pass it in device "
-              "memory of device %d (e.g. a device-resident KV cache)",
+              "memory this device does not address: etrt would stage it through a device buffer, copying the whole "
+              "input to the device and back on every call. Pass it in device memory of device %d (e.g. a "
+              "device-resident KV cache)",
               name, state_.device_id);
 }
 
 Error DeviceCall::finish_in_place(size_t k, executorch::aten::Tensor& input, executorch::aten::Tensor* write_back,
                                   size_t bytes, const char* name) {
   if (!state_.device) {
-    finish_in_place_host(state_, k, input, write_back, bytes);
+    finish_in_place_host(state_, k, input, write_back, bytes, copied_);
     return Error::Ok;
   }
   if (bytes == 0) return Error::Ok;
   void* data = input.mutable_data_ptr();
   cudaError_t status = cudaSuccess;
-  // A misaligned device input was staged on the device: the engine updated the staging buffer.
-  if (state_.staged[k] != 0)
-    status = cudaMemcpyAsync(data, state_.staging[k].data(), bytes, cudaMemcpyDeviceToDevice, as_stream(stream_));
+  // A staged input: the engine updated the staging buffer. Misaligned device memory was staged on the device; on an
+  // integrated GPU, misaligned host memory through a device buffer.
+  if (state_.staged[k] != kNotStaged) {
+    const bool to_host = state_.staged[k] == kStagedFromHost;
+    (to_host ? copied_.device_to_host : copied_.realigned) += static_cast<int64_t>(bytes);
+    if (to_host) host_memory_in_flight_ = true;
+    status = cudaMemcpyAsync(data, state_.staging[k].data(), bytes, cudaMemcpyDefault, as_stream(stream_));
+  }
   if (status == cudaSuccess && write_back != nullptr && write_back->mutable_data_ptr() != data) {
     int device = -1;
-    const Placement placement = placement_of(*write_back, write_back->const_data_ptr(), &device);
-    if (placement == Placement::kHost || placement == Placement::kPinnedHost) host_memory_in_flight_ = true;
+    if (is_host(place_of(*write_back, &device))) host_memory_in_flight_ = true;
+    copied_.write_back += static_cast<int64_t>(bytes);
     status = cudaMemcpyAsync(write_back->mutable_data_ptr(), data, bytes, cudaMemcpyDefault, as_stream(stream_));
   }
   if (status != cudaSuccess)
@@ -442,6 +492,7 @@ Error DeviceCall::finish_in_place(size_t k, executorch::aten::Tensor& input, exe
 }
 
 Error DeviceCall::write_back_state(void* state, const void* output, size_t bytes, const char* name) {
+  copied_.write_back += static_cast<int64_t>(bytes);
   if (!state_.device) {
     std::memcpy(state, output, bytes);
     return Error::Ok;

@@ -84,14 +84,19 @@ Error DeviceCall::begin() {
 }
 
 Error DeviceCall::bind(size_t k, executorch::aten::Tensor& tensor, bool is_input, const char* name, void** address) {
-  return bind_host(state_, why_, k, tensor, is_input, name, address);
+  return bind_host(state_, why_, k, tensor, is_input, name, address, copied_);
 }
 
-// No device engine loads in a build without CUDA.
-bool DeviceCall::on_delegate_device(const executorch::aten::Tensor& /*tensor*/) const { return false; }
+// No device engine loads in a build without CUDA: every engine is a host engine.
+MemoryPlace DeviceCall::place_of(const executorch::aten::Tensor& tensor, int* device) const {
+  *device = -1;
+  return host_engine_place_of(tensor);
+}
+
+bool DeviceCall::binds_in_place_on_device(const executorch::aten::Tensor& /*tensor*/) { return false; }
 
 Error DeviceCall::copy_back_outputs(executorch::aten::Tensor* const* tensors, size_t first_output, size_t count) {
-  copy_back_host(state_, tensors, first_output, count);
+  copy_back_host(state_, tensors, first_output, count, copied_);
   return Error::Ok;
 }
 
@@ -99,12 +104,13 @@ Error DeviceCall::check_in_place(const executorch::aten::Tensor& /*input*/, cons
 
 Error DeviceCall::finish_in_place(size_t k, executorch::aten::Tensor& input, executorch::aten::Tensor* write_back,
                                   size_t bytes, const char* /*name*/) {
-  finish_in_place_host(state_, k, input, write_back, bytes);
+  finish_in_place_host(state_, k, input, write_back, bytes, copied_);
   return Error::Ok;
 }
 
 Error DeviceCall::write_back_state(void* state, const void* output, size_t bytes, const char* /*name*/) {
   std::memcpy(state, output, bytes);
+  copied_.write_back += static_cast<int64_t>(bytes);
   return Error::Ok;
 }
 

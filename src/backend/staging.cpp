@@ -57,13 +57,13 @@ Error refuse_device_tensor_for_host_engine(Diagnostic& why, const executorch::at
 }  // namespace
 
 Error bind_host(DeviceState& state, Diagnostic& why, size_t k, executorch::aten::Tensor& tensor, bool is_input,
-                const char* name, void** address) {
+                const char* name, void** address, CopiedBytes& copied) {
   void* data = tensor.mutable_data_ptr();
+  const Binding binding = choose_binding(host_engine_place_of(tensor), engine::io_address_aligned(data), state.reach);
   // Host code must never touch device memory: refuse before reading or binding it.
-  if (tensor.device_type() != executorch::runtime::etensor::DeviceType::CPU)
-    return refuse_device_tensor_for_host_engine(why, tensor, is_input, name);
-  state.staged[k] = 0;
-  if (engine::io_address_aligned(data)) {
+  if (binding == Binding::kRefuseOtherDevice) return refuse_device_tensor_for_host_engine(why, tensor, is_input, name);
+  state.staged[k] = kNotStaged;
+  if (binding == Binding::kInPlace) {
     *address = data;
     return Error::Ok;
   }
@@ -73,27 +73,38 @@ Error bind_host(DeviceState& state, Diagnostic& why, size_t k, executorch::aten:
                                   "256-byte-aligned memory instead, which is bound in place");
   if (fits != Error::Ok) return fits;
   void* staging = state.staging[k].data();
-  if (is_input && bytes > 0) std::memcpy(staging, data, bytes);
-  state.staged[k] = 1;
+  if (is_input && bytes > 0) {
+    std::memcpy(staging, data, bytes);
+    copied.realigned += static_cast<int64_t>(bytes);
+  }
+  state.staged[k] = kStagedRealigned;
   *address = staging;
   return Error::Ok;
 }
 
-void copy_back_host(DeviceState& state, executorch::aten::Tensor* const* tensors, size_t first_output, size_t count) {
+void copy_back_host(DeviceState& state, executorch::aten::Tensor* const* tensors, size_t first_output, size_t count,
+                    CopiedBytes& copied) {
   for (size_t k = first_output; k < first_output + count; ++k) {
-    if (state.staged[k] == 0 || tensors[k] == nullptr) continue;
+    if (state.staged[k] == kNotStaged || tensors[k] == nullptr) continue;
     executorch::aten::Tensor& t = *tensors[k];
-    if (t.nbytes() > 0) std::memcpy(t.mutable_data_ptr(), state.staging[k].data(), t.nbytes());
+    if (t.nbytes() == 0) continue;
+    std::memcpy(t.mutable_data_ptr(), state.staging[k].data(), t.nbytes());
+    copied.realigned += static_cast<int64_t>(t.nbytes());
   }
 }
 
 void finish_in_place_host(DeviceState& state, size_t k, executorch::aten::Tensor& input,
-                          executorch::aten::Tensor* write_back, size_t bytes) {
+                          executorch::aten::Tensor* write_back, size_t bytes, CopiedBytes& copied) {
   if (bytes == 0) return;
   void* data = input.mutable_data_ptr();
-  if (state.staged[k] != 0) std::memcpy(data, state.staging[k].data(), bytes);
-  if (write_back != nullptr && write_back->mutable_data_ptr() != data)
+  if (state.staged[k] != kNotStaged) {
+    std::memcpy(data, state.staging[k].data(), bytes);
+    copied.realigned += static_cast<int64_t>(bytes);
+  }
+  if (write_back != nullptr && write_back->mutable_data_ptr() != data) {
     std::memmove(write_back->mutable_data_ptr(), data, bytes);
+    copied.write_back += static_cast<int64_t>(bytes);
+  }
 }
 
 }  // namespace etrt::backend

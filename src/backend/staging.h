@@ -34,17 +34,18 @@ namespace etrt::backend {
 // Host engines: the staging buffers, in host memory.
 [[nodiscard]] Error prepare_host_staging(DeviceState* state, const std::vector<size_t>& staging_bytes, Diagnostic& why);
 
-// The address a host engine gets for argument `k`; inputs that need staging are copied now. InvalidArgument when
-// the argument outgrows its staging buffer, or when ExecuTorch placed it on a device (Tensor::device_type(): a
-// program exported with a CUDA target device), which host code must not read.
+// The address a host engine gets for argument `k`; inputs that need staging are copied now (counted in `copied`).
+// InvalidArgument when the argument outgrows its staging buffer, or when ExecuTorch placed it on a device
+// (Tensor::device_type(): a program exported with a CUDA target device), which host code must not read.
 [[nodiscard]] Error bind_host(DeviceState& state, Diagnostic& why, size_t k, executorch::aten::Tensor& tensor,
-                              bool is_input, const char* name, void** address);
+                              bool is_input, const char* name, void** address, CopiedBytes& copied);
 
 // After the enqueue: copies staged outputs back into their tensors (null entries skipped).
-void copy_back_host(DeviceState& state, executorch::aten::Tensor* const* tensors, size_t first_output, size_t count);
+void copy_back_host(DeviceState& state, executorch::aten::Tensor* const* tensors, size_t first_output, size_t count,
+                    CopiedBytes& copied);
 
 // Host engines' DeviceCall::finish_in_place.
 void finish_in_place_host(DeviceState& state, size_t k, executorch::aten::Tensor& input,
-                          executorch::aten::Tensor* write_back, size_t bytes);
+                          executorch::aten::Tensor* write_back, size_t bytes, CopiedBytes& copied);
 
 }  // namespace etrt::backend

@@ -54,6 +54,9 @@ CudaAllocatorState cuda_allocator_state() {
   return kCudaAllocatorNoneInThisBuild;
 }
 
+// get_option's values are ints: a byte count past INT_MAX reads as INT_MAX (etrt_counter has the 64-bit value).
+int clamp_to_int(int64_t value) { return static_cast<int>(std::min<int64_t>(value, INT_MAX)); }
+
 class TensorRTBackend final : public executorch::runtime::BackendInterface {
  public:
   bool is_available() const override { return true; }
@@ -115,15 +118,24 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
       } else if (std::strcmp(option.key, kCounterLastProfile) == 0) {
         option.value = static_cast<int>(totals.last_profile);
       } else if (std::strcmp(option.key, kCounterStateBytes) == 0) {
-        option.value = static_cast<int>(std::min<int64_t>(state_bytes_held(), INT_MAX));
+        option.value = clamp_to_int(state_bytes_held());
       } else if (std::strcmp(option.key, kCounterScratchBytes) == 0) {
-        option.value = static_cast<int>(std::min<int64_t>(scratch_bytes_held(), INT_MAX));
+        option.value = clamp_to_int(scratch_bytes_held());
+      } else if (std::strcmp(option.key, kCounterHostToDeviceBytes) == 0) {
+        option.value = clamp_to_int(totals.copied.host_to_device);
+      } else if (std::strcmp(option.key, kCounterDeviceToHostBytes) == 0) {
+        option.value = clamp_to_int(totals.copied.device_to_host);
+      } else if (std::strcmp(option.key, kCounterRealignedBytes) == 0) {
+        option.value = clamp_to_int(totals.copied.realigned);
+      } else if (std::strcmp(option.key, kCounterWriteBackBytes) == 0) {
+        option.value = clamp_to_int(totals.copied.write_back);
       } else if (std::strcmp(option.key, kCudaAllocatorState) == 0) {
         option.value = static_cast<int>(cuda_allocator_state());
       } else {
-        ET_LOG(Error, "TensorRTBackend has no option '%s'; readable: %s, %s, %s, %s, %s, %s", option.key,
-               kCounterProfileSwitches, kCounterExecutions, kCounterLastProfile, kCounterStateBytes,
-               kCounterScratchBytes, kCudaAllocatorState);
+        ET_LOG(Error, "TensorRTBackend has no option '%s'; readable: %s, %s, %s, %s, %s, %s, %s, %s, %s, %s",
+               option.key, kCounterProfileSwitches, kCounterExecutions, kCounterLastProfile, kCounterStateBytes,
+               kCounterScratchBytes, kCounterHostToDeviceBytes, kCounterDeviceToHostBytes, kCounterRealignedBytes,
+               kCounterWriteBackBytes, kCudaAllocatorState);
         return Error::NotFound;
       }
     }

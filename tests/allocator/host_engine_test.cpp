@@ -37,7 +37,8 @@ TEST(HostEngineDevicePlacement, ACudaTaggedInputIsRefusedNamingWhatToDo) {
   ASSERT_EQ(prepare_host_staging(&state, {256, 256}, why), Error::Ok) << why.c_str();
   TaggedTensor input(et::etensor::DeviceType::CUDA);
   void* address = nullptr;
-  EXPECT_EQ(bind_host(state, why, 0, input.tensor, true, "x", &address), Error::InvalidArgument);
+  CopiedBytes copied;
+  EXPECT_EQ(bind_host(state, why, 0, input.tensor, true, "x", &address, copied), Error::InvalidArgument);
   EXPECT_EQ(address, nullptr);
   EXPECT_THAT(why.c_str(), HasSubstr("input 'x' is in CUDA memory (device 0"));
   EXPECT_THAT(why.c_str(), HasSubstr("engine runs on the host"));
@@ -50,11 +51,13 @@ TEST(HostEngineDevicePlacement, ACudaTaggedOutputIsRefusedAndACpuOneBound) {
   ASSERT_EQ(prepare_host_staging(&state, {256, 256}, why), Error::Ok) << why.c_str();
   TaggedTensor output(et::etensor::DeviceType::CUDA);
   void* address = nullptr;
-  EXPECT_EQ(bind_host(state, why, 1, output.tensor, false, "y", &address), Error::InvalidArgument);
+  CopiedBytes copied;
+  EXPECT_EQ(bind_host(state, why, 1, output.tensor, false, "y", &address, copied), Error::InvalidArgument);
   EXPECT_THAT(why.c_str(), HasSubstr("output 'y' is in CUDA memory"));
   TaggedTensor host(et::etensor::DeviceType::CPU);
-  ASSERT_EQ(bind_host(state, why, 1, host.tensor, false, "y", &address), Error::Ok) << why.c_str();
+  ASSERT_EQ(bind_host(state, why, 1, host.tensor, false, "y", &address, copied), Error::Ok) << why.c_str();
   EXPECT_EQ(address, host.data);
+  EXPECT_EQ(copied.realigned, 0) << "bound in place: nothing copied";
 }
 
 TEST(HostEngineDevicePlacement, ARepeatedCallNeverTakesACudaTaggedTensorAsBoundInPlace) {

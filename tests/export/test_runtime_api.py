@@ -172,6 +172,26 @@ def test_counters_count_executions_switches_and_the_last_profile(rt, exported):
     assert after["last_profile"] == 1
 
 
+def test_counters_and_reports_count_the_bytes_etrt_copies(rt, exported):
+    """A host engine copies nothing between host and device; every byte it copies is staging for TensorRT's
+    256-byte alignment rule (ExecuTorch's tensors are 16-byte aligned) or a write-back, and each execution's record
+    adds up to what the counters moved by."""
+    method = load_method(exported("static").path)
+    names = ("host_to_device_bytes", "device_to_host_bytes", "realigned_bytes", "write_back_bytes")
+    before = rt.counters()
+    assert set(names) <= set(before)
+    with rt.report() as r:
+        for _ in range(3):
+            method.execute([torch.zeros(1, 4)])
+    after = rt.counters()
+    assert len(r.entries) == 3
+    for name in names:
+        assert after[name] - before[name] == sum(getattr(e, name) for e in r.entries), name
+    assert after["host_to_device_bytes"] == before["host_to_device_bytes"]
+    assert after["device_to_host_bytes"] == before["device_to_host_bytes"]
+    assert all(e.host_to_device_bytes == 0 and e.device_to_host_bytes == 0 for e in r.entries)
+
+
 def test_the_last_error_is_per_thread(rt, exported):
     path = exported("projection").path
     rt.clear_last_error()

@@ -96,6 +96,12 @@ int64_t argmax_last_row(const std::vector<float>& logits) {
     step->profile = report.entries()[report.entries().size() - 1].profile;
     step->switched = report.entries()[report.entries().size() - 1].switched;
   }
+  for (const etrt::ExecutionRecord& e : report.entries()) {
+    step->host_to_device_bytes += e.host_to_device_bytes;
+    step->device_to_host_bytes += e.device_to_host_bytes;
+    step->realigned_bytes += e.realigned_bytes;
+    step->write_back_bytes += e.write_back_bytes;
+  }
   if (outputs != nullptr) *outputs = result.get();
   return ::testing::AssertionSuccess();
 }
@@ -234,6 +240,8 @@ TEST_P(CudaDecoder, WriteBackOutputsReceiveACopyOfTheDeviceCachesAfterEachStep) 
     EXPECT_EQ(std::memcmp(out_v.const_data_ptr<float>(), dv.data(), kCacheBytes), 0) << "step " << i;
     const size_t last_row = static_cast<size_t>(step.start_pos + static_cast<int64_t>(step.tokens.size()) - 1);
     EXPECT_NE(dk[last_row * static_cast<size_t>(demo::kHeadDim)], 0.0f) << "step " << i << " wrote no key row";
+    // Both whole caches, device to the write-back outputs ExecuTorch planned, counted once, as write-backs.
+    EXPECT_EQ(step.write_back_bytes, 2 * static_cast<int64_t>(kCacheBytes)) << "step " << i;
   }
 }
 

@@ -51,7 +51,8 @@ tests() {  # tests <log> <seconds each> [wrapper...]
   shift 2
   export ETRT_GPU_DUMP_DIR="$LOGS/dumps/$log"
   mkdir -p "$ETRT_GPU_DUMP_DIR"
-  for t in etrt_gpu_engine_tests etrt_gpu_module_tests etrt_gpu_fault_tests etrt_gpu_device_placed_tests; do step "$log" "$t" "$limit" "$@" "$HERE/$t"; done
+  for t in etrt_gpu_engine_tests etrt_gpu_module_tests etrt_gpu_fault_tests etrt_gpu_integrated_tests \
+           etrt_gpu_device_placed_tests; do step "$log" "$t" "$limit" "$@" "$HERE/$t"; done
   local verdicts="^\[  (PASSED|FAILED|SKIPPED) +\]|tests? ran\.|ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY"
   grep -hE "$verdicts" "$LOGS/$log.log" |
     sed "s/^/  $log: /" | tee -a "$SUMMARY"

@@ -224,6 +224,20 @@ def test_decode_steps_read_what_earlier_steps_wrote_into_the_cache(demo_dump, we
                 "cache was not updated in place")
 
 
+def test_write_back_bytes_are_the_caches_of_the_write_back_variant_and_nothing_else(demo_dump, weights):
+    """The engine updates the runner's K and V caches in place; decoder_writeback.pte's call also passes k_cache_out
+    and v_cache_out, so every step copies both whole caches into them (write_back_bytes, etrt::ExecutionRecord) and
+    decoder.pte's copies nothing for them. A host engine moves no byte between host and device."""
+    variant, dump = demo_dump
+    cache_bytes = weights.context * weights.head_dim * 4  # one float32 cache, [1, T, D]
+    for run in dump["runs"]:
+        for step in run["steps"]:
+            where = f"{variant} {run['strategy']}/{run['selection']} {step['phase']} at {step['start_pos']}"
+            copied = step["bytes"]
+            assert copied["write_back"] == (2 * cache_bytes if variant == "decoder_writeback" else 0), where
+            assert copied["host_to_device"] == 0 and copied["device_to_host"] == 0, where
+
+
 def test_every_run_computes_the_same_logits(demo_dump):
     _, dump = demo_dump
     first = dump["runs"][0]

@@ -154,13 +154,20 @@ def test_reports_nest_are_per_thread_and_end_innermost_first(api):
     assert api.report_destroy(inner) == _capi.E_BAD_HANDLE
     assert api.report_destroy(outer) == _capi.OK
     assert api.report_capacity() == 64
-    assert ctypes.sizeof(_capi.ExecutionRecordStruct) == 64 + 4 + 4 + 4
+    # The name, profile, profile count and four flag bytes (76 bytes, the first layout), then the four byte counts
+    # appended at the next 8-byte boundary: a caller of the first layout passes 76 and gets what it knows.
+    assert _capi.ExecutionRecordStruct.reserved.offset + 1 == 64 + 4 + 4 + 4
+    assert _capi.ExecutionRecordStruct.host_to_device_bytes.offset == 80
+    assert ctypes.sizeof(_capi.ExecutionRecordStruct) == 80 + 4 * 8
 
 
 def test_counters_and_the_last_error_without_executions(api):
     value = ctypes.c_int64()
-    for name in (b"profile_switches", b"executions", b"last_profile", b"state_bytes", b"scratch_bytes"):
+    for name in (b"profile_switches", b"executions", b"last_profile", b"state_bytes", b"scratch_bytes",
+                 b"host_to_device_bytes", b"device_to_host_bytes", b"realigned_bytes", b"write_back_bytes"):
         assert api.counter(name, ctypes.byref(value)) == _capi.OK
+    for name in (b"host_to_device_bytes", b"device_to_host_bytes", b"realigned_bytes", b"write_back_bytes"):
+        assert api.counter(name, ctypes.byref(value)) == _capi.OK and value.value == 0, name
     assert api.counter(b"last_profile", ctypes.byref(value)) == _capi.OK and value.value == -1
     assert api.counter(b"scratch_bytes", ctypes.byref(value)) == _capi.OK and value.value == 0  # no delegate lives
     assert api.counter(b"nope", ctypes.byref(value)) == _capi.E_INVALID_ARGUMENT

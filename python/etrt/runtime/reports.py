@@ -23,6 +23,11 @@ class ExecutionRecord:
     switched: bool  #: a profile change happened for this execution
     pin_ignored: bool  #: a pin was ignored by a static one-profile engine
     ok: bool  #: the execution succeeded
+    #: Bytes the execution copied, by where they moved (:func:`counters` says which copy counts where).
+    host_to_device_bytes: int = 0
+    device_to_host_bytes: int = 0
+    realigned_bytes: int = 0
+    write_back_bytes: int = 0
 
 
 class Report:
@@ -70,7 +75,9 @@ class Report:
             _api.report_entry(self._handle, i, ctypes.byref(record), ctypes.sizeof(record))
             entries.append(ExecutionRecord(record.delegate.decode("utf-8", errors="replace"), record.profile,
                                            record.num_profiles, bool(record.switched), bool(record.pin_ignored),
-                                           bool(record.ok)))
+                                           bool(record.ok), record.host_to_device_bytes,
+                                           record.device_to_host_bytes, record.realigned_bytes,
+                                           record.write_back_bytes))
         self._entries, self._total, self._switches = entries, total.value, switches.value
 
     @property
@@ -113,21 +120,28 @@ def report() -> Report:
     return Report()
 
 
-_COUNTERS = ("profile_switches", "executions", "last_profile", "state_bytes", "scratch_bytes")
+_COUNTERS = ("profile_switches", "executions", "last_profile", "state_bytes", "scratch_bytes",
+             "host_to_device_bytes", "device_to_host_bytes", "realigned_bytes", "write_back_bytes")
 
 
 def counters() -> Dict[str, int]:
     """The process-wide counters (etrt/options.h kCounter*): profile switches and
     executions of all etrt delegates since the process started, the profile
-    of the most recent execution (-1 before the first), and the bytes of
-    delegate-owned state the live delegates hold (``state_bytes``) and the bytes
-    of TensorRT execution memory they hold (``scratch_bytes``: each shared
-    scratch pool once, plus every other delegate's own)."""
+    of the most recent execution (-1 before the first), the bytes of
+    delegate-owned state the live delegates hold (``state_bytes``), the bytes of
+    TensorRT execution memory they hold (``scratch_bytes``: each shared scratch
+    pool once, plus every other delegate's own), and the bytes the delegates
+    copied since the process started, by where they moved, each copy in exactly
+    one: ``host_to_device_bytes`` (host memory staged for a device engine),
+    ``device_to_host_bytes`` (staged outputs copied back), ``realigned_bytes``
+    (copies within one memory for TensorRT's 256-byte alignment rule) and
+    ``write_back_bytes`` (updated caches and states copied to where they are
+    kept). A counter the loaded libetrt does not have is left out."""
     out = {}
     value = ctypes.c_int64()
     for name in _COUNTERS:
-        _api.counter(name.encode(), ctypes.byref(value))
-        out[name] = value.value
+        if _api.counter(name.encode(), ctypes.byref(value)) == _capi.OK:
+            out[name] = value.value
     return out
 
 
