@@ -19,6 +19,7 @@
 #include "backend/delegate_lock.h"
 #include "backend/delegate_state.h"
 #include "backend/device.h"
+#include "backend/execution_trace.h"
 #include "backend/io_slot.h"
 #include "backend/load_options.h"
 #include "backend/thread_state.h"
@@ -48,8 +49,10 @@ class Delegate {
                            Diagnostic& why);
 
   // One execution over ExecuTorch's arguments (inputs, then outputs). A refusal is reported as the thread's last
-  // error, prefixed with the delegate's name, and leaves the delegate usable.
-  [[nodiscard]] Error execute(executorch::runtime::Span<executorch::runtime::EValue*> args);
+  // error, prefixed with the delegate's name, and leaves the delegate usable. `tracer`: the execution context's event
+  // tracer (ETDump), if any; each step is then logged into it (execution_trace.h).
+  [[nodiscard]] Error execute(executorch::runtime::Span<executorch::runtime::EValue*> args,
+                              executorch::runtime::EventTracer* tracer = nullptr);
 
   const char* name() const { return name_; }
 
@@ -148,6 +151,10 @@ class Delegate {
   Error finish_in_place(const Target& target, DeviceCall& device);
   Error refuse_argument_count(size_t found);
   Error finish(const ThreadState& thread, const Outcome& outcome, Error status);
+  // An execution with an event tracer attached, and what it did for the trace (delegate_trace.cpp).
+  Error execute_traced(executorch::runtime::Span<executorch::runtime::EValue*> args,
+                       executorch::runtime::EventTracer* tracer);
+  TraceOutcome trace_outcome(const Outcome& outcome, int32_t from_profile, Error status) const;
 
   char name_[64] = {};
   LoadOptions options_;
@@ -204,6 +211,9 @@ class Delegate {
   int32_t active_profile_ = 0;
   LastChoice last_choice_;
   Repeat repeat_;
+
+  // The steps of a traced execution (execute_traced), and the device times still to be read.
+  ExecutionTrace trace_;
 
   // Where an execution's refusal is written before it is reported (fixed memory: execute() does not allocate).
   Diagnostic why_;
