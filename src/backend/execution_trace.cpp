@@ -7,6 +7,8 @@
 #include <executorch/runtime/core/event_tracer_hooks_delegate.h>
 #include <executorch/runtime/platform/platform.h>
 
+#include "common/compiler.h"
+
 namespace etrt::backend {
 
 namespace {
@@ -20,6 +22,16 @@ const char* flag(bool b) { return b ? "true" : "false"; }
 }  // namespace
 
 uint64_t ExecutionTrace::now() noexcept { return executorch::runtime::pal_current_ticks(); }
+
+ETRT_COLD ETRT_NOINLINE void ExecutionTrace::stamp(TraceStep step, bool stop) noexcept {
+  const auto s = static_cast<size_t>(step);
+  if (stop) {
+    stop_[s] = now();
+    ran_ |= 1U << s;
+  } else {
+    start_[s] = now();
+  }
+}
 
 void ExecutionTrace::begin(executorch::runtime::EventTracer* tracer) noexcept {
   tracer_ = tracer;
