@@ -19,6 +19,7 @@
 #include "backend/delegate_lock.h"
 #include "backend/delegate_state.h"
 #include "backend/device.h"
+#include "backend/execution_trace.h"
 #include "backend/io_slot.h"
 #include "backend/load_options.h"
 #include "backend/scratch_pool.h"
@@ -49,8 +50,10 @@ class Delegate {
                            Diagnostic& why);
 
   // One execution over ExecuTorch's arguments (inputs, then outputs). A refusal is reported as the thread's last
-  // error, prefixed with the delegate's name, and leaves the delegate usable.
-  [[nodiscard]] Error execute(executorch::runtime::Span<executorch::runtime::EValue*> args);
+  // error, prefixed with the delegate's name, and leaves the delegate usable. `tracer`: the execution context's event
+  // tracer (ETDump), if any; each step is then logged into it (execution_trace.h).
+  [[nodiscard]] Error execute(executorch::runtime::Span<executorch::runtime::EValue*> args,
+                              executorch::runtime::EventTracer* tracer = nullptr);
 
   const char* name() const { return name_; }
 
@@ -151,6 +154,10 @@ class Delegate {
   Error finish(const ThreadState& thread, const Outcome& outcome, const CopiedBytes& copied, Error status);
   Error take_scratch(ScratchPool& pool, DeviceCall& device);
   Error rebind_scratch(ScratchPool& pool);
+  // An execution with an event tracer attached, and what it did for the trace (delegate_trace.cpp).
+  Error execute_traced(executorch::runtime::Span<executorch::runtime::EValue*> args,
+                       executorch::runtime::EventTracer* tracer);
+  TraceOutcome trace_outcome(const Outcome& outcome, int32_t from_profile, Error status) const;
 
   char name_[64] = {};
   LoadOptions options_;
@@ -214,6 +221,9 @@ class Delegate {
   int32_t active_profile_ = 0;
   LastChoice last_choice_;
   Repeat repeat_;
+
+  // The steps of a traced execution (execute_traced), and the device times still to be read.
+  ExecutionTrace trace_;
 
   // Where an execution's refusal is written before it is reported (fixed memory: execute() does not allocate).
   Diagnostic why_;

@@ -22,6 +22,7 @@ namespace etrt::backend {
 
 using executorch::aten::Tensor;
 using executorch::runtime::EValue;
+using executorch::runtime::EventTracer;
 using executorch::runtime::Span;
 
 namespace {
@@ -67,7 +68,8 @@ inline bool holds_output_shape(const Tensor& t, const Shape& inferred) {
 
 }  // namespace
 
-Error Delegate::execute(Span<EValue*> args) {
+Error Delegate::execute(Span<EValue*> args, EventTracer* tracer) {
+  if (tracer != nullptr) return execute_traced(args, tracer);  // ExecuTorch's profiling (ETDump): the only check
   const NvtxRange range("etrt execute");
   const std::lock_guard<DelegateLock> lock(lock_);  // 1. lock
   ThreadState& thread = thread_state();  // one thread-local lookup for the request, the error flag and the report
@@ -116,6 +118,40 @@ ETRT_COLD ETRT_NOINLINE Error Delegate::rebind_scratch(ScratchPool& pool) {
   return Error::Ok;
 }
 
+// execute() with an event tracer attached: the same steps, each timed and logged as a delegate event
+// (execution_trace.h), and the device time on a device engine. It never takes the repeat shortcut, so that each step
+// is timed on its own; for a repeat the steps find nothing to change, so it does what the shortcut would.
+ETRT_COLD ETRT_NOINLINE Error Delegate::execute_traced(Span<EValue*> args, EventTracer* tracer) {
+  const NvtxRange range("etrt execute");
+  const std::lock_guard<DelegateLock> lock(lock_);
+  ThreadState& thread = thread_state();
+  thread.has_error = false;
+  DeviceCall device(device_, name_, why_);
+  Outcome outcome;
+  const int32_t from_profile = active_profile_;
+  trace_.begin(tracer);
+  repeat_.valid = false;
+  Error status = device.begin();
+  ScratchPool* const pool = status == Error::Ok ? scratch_pool_.pool() : nullptr;  // as in execute()
+  if (pool != nullptr) {
+    pool->lock();
+    status = take_scratch(*pool, device);
+  }
+  if (status == Error::Ok) {
+    if (device_.device) trace_.start_device(device.stream());
+    status = run_steps(thread, device, args, &outcome);
+    if (device_.device) trace_.stop_device(device.stream(), outcome.profile);
+  }
+  status = device.end(status);
+  if (pool != nullptr) {
+    device.pass_scratch_turn(&pool->turn());
+    pool->unlock();
+  }
+  status = finish(thread, outcome, device.copied(), status);
+  trace_.end(trace_outcome(outcome, from_profile, status));
+  return status;
+}
+
 // Steps 3-8, after the wait for in-flight work; `device` carries the stream. The steps below are inlined into it
 // (flatten): as separate calls they cost a tenth of etrt's per-forward() instructions (docs/host-cost.md).
 ETRT_FLATTEN inline Error Delegate::run_steps(const ThreadState& thread, DeviceCall& device, Span<EValue*> args,
@@ -130,11 +166,13 @@ ETRT_FLATTEN inline Error Delegate::run_steps(const ThreadState& thread, DeviceC
   }
   repeat_.valid = false;  // whatever happens below may change what the context holds
 
+  trace_.start(TraceStep::kChoice);
   const ProfileRequest request = read_request(thread);  // 3. the request
   Error status = collect_tensors(args);                 // 4. tensors and input shapes
   if (status == Error::Ok) status = collect_input_shapes();
   profile::Choice choice;
   if (status == Error::Ok) status = choose_and_validate(request, &choice);  // 5. choose and validate
+  trace_.stop(TraceStep::kChoice);
   if (status != Error::Ok) return status;
   outcome->profile = choice.profile;
   outcome->pin_ignored = choice.pin_ignored;
@@ -146,7 +184,10 @@ ETRT_FLATTEN inline Error Delegate::run_steps(const ThreadState& thread, DeviceC
   status = set_shapes_and_infer_outputs(target, choice.profile);  // 7. shapes, inferred outputs, resize
   if (status == Error::Ok) status = resize_outputs(*target.cache, choice.profile);
   if (status == Error::Ok) status = bind(target, device);  // 8. bind, enqueue, copy back
-  if (status == Error::Ok) status = enqueue(target, device, choice.profile);
+  if (status == Error::Ok) {
+    const TracedStep traced(trace_, TraceStep::kEnqueue);  // here, not in enqueue(): the repeat path has no trace
+    status = enqueue(target, device, choice.profile);
+  }
   if (status == Error::Ok) status = finish_outputs(target, device);
   if (status == Error::Ok) remember_repeat(thread.request, args.size(), target, *outcome);
   return status;
@@ -319,6 +360,7 @@ inline Error Delegate::choose_and_validate(const ProfileRequest& request, profil
 // Strategy kSwitch: switches the one context when its profile differs, on the execution stream. Strategy
 // kContextPerProfile: picks the context bound to `profile` at load.
 inline Error Delegate::switch_profile(int32_t profile, DeviceCall& device, Target* target, Outcome* outcome) {
+  const TracedStep traced(trace_, TraceStep::kSwitch);
   const bool per_profile = strategy_ == Strategy::kContextPerProfile;
   target->index = per_profile ? static_cast<size_t>(profile) : 0;
   target->context = contexts_[target->index].get();
@@ -349,6 +391,7 @@ inline Error Delegate::switch_profile(int32_t profile, DeviceCall& device, Targe
 // against the capacity ExecuTorch planned. Only a complete success marks the cache valid, so a refused call is
 // checked again in full next time.
 inline Error Delegate::set_shapes_and_infer_outputs(const Target& target, int32_t profile) {
+  const TracedStep traced(trace_, TraceStep::kShapes);
   ContextCache& cache = *target.cache;
   const size_t n_in = inputs_.size();
   bool changed = !cache.valid;
@@ -460,6 +503,7 @@ inline Error Delegate::bind(const Target& target, DeviceCall& device) {
   const size_t n_in = inputs_.size();
   const size_t n_args = n_in + outputs_.size();
   const NvtxRange range("etrt bind and stage");
+  const TracedStep traced(trace_, TraceStep::kStage);
   for (size_t k = 0; k < n_args; ++k) {
     const bool is_input = k < n_in;
     const IoSlot& slot = is_input ? inputs_[k] : outputs_[k - n_in];
@@ -512,6 +556,7 @@ inline Error Delegate::enqueue(const Target& target, DeviceCall& device, int32_t
 // execution may reuse.
 inline Error Delegate::finish_outputs(const Target& target, DeviceCall& device) {
   const NvtxRange range("etrt copy back");
+  const TracedStep traced(trace_, TraceStep::kCopyBack);
   const Error status = device.copy_back_outputs(arg_tensors_.data(), inputs_.size(), outputs_.size());
   if (status != Error::Ok) return status;
   last_choice_.active_profile = active_profile_;

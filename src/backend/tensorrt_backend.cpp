@@ -100,8 +100,9 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
     return delegate;
   }
 
-  Error execute(BackendExecutionContext& /*context*/, DelegateHandle* handle, Span<EValue*> args) const override {
-    return static_cast<Delegate*>(handle)->execute(args);
+  Error execute(BackendExecutionContext& context, DelegateHandle* handle, Span<EValue*> args) const override {
+    // The tracer, when the runner attached one (ETDumpGen): the delegate logs its steps into it.
+    return static_cast<Delegate*>(handle)->execute(args, context.event_tracer());
   }
 
   void destroy(DelegateHandle* handle) const override {

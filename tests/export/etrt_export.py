@@ -42,6 +42,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from etrt import blob
 from etrt.engine_builder import EngineBuilder
+from etrt.profiling import debug_handle_map
 from etrt.signature import Signature
 from etrt.state import delegate_states
 
@@ -363,4 +364,6 @@ class TensorRTBackend(BackendDetails):
             for key, value in t.named_data.items():
                 named.add_named_data(key, value)
             store = named.get_named_data_store_output()
-        return PreprocessResult(processed_bytes=blob.write_blob(t.metadata, t.engine), data_store_output=store)
+        # The delegate's events (docs/profiling.md), each mapped to the partition's nodes for the Inspector.
+        return PreprocessResult(processed_bytes=blob.write_blob(t.metadata, t.engine), data_store_output=store,
+                                debug_handle_map=debug_handle_map(edge_program))

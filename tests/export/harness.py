@@ -3,6 +3,7 @@ ExecuTorch's pipeline, build and drive the C++ runner, call the etrt CLI."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -31,7 +32,8 @@ class Exported:
 TARGET_DEVICE_KEY = "target_device"
 
 
-def export_case(case, out_dir: Path, target_device: Optional[str] = None, suffix: str = "") -> Exported:
+def export_case(case, out_dir: Path, target_device: Optional[str] = None, suffix: str = "",
+                etrecord: Optional[Path] = None) -> Exported:
     import torch
     from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge
     from executorch.exir.passes.init_mutable_pass import InitializedMutableBufferPass
@@ -49,8 +51,14 @@ def export_case(case, out_dir: Path, target_device: Optional[str] = None, suffix
     edge = edge.to_backend(etrt_export.EtrtTestPartitioner(profiles=case.profiles,
                                                             own_mutable_buffers=case.own_mutable_buffers,
                                                             extra_specs=extra))
+    # The ETRecord wants the edge program as it was before to_executorch.
+    edge_copy = copy.deepcopy(edge) if etrecord is not None else None
     # Mutable buffers start from the module's values (zeros), as in eager, not from an unspecified state.
     manager = edge.to_executorch(ExecutorchBackendConfig(passes=[InitializedMutableBufferPass(["acc", "cache"])]))
+    if etrecord is not None:
+        from executorch.devtools import generate_etrecord
+
+        generate_etrecord(str(etrecord), edge_copy, manager)
     path = out_dir / f"{case.name}{suffix}.pte"
     path.write_bytes(manager.buffer)
     return Exported(case, path, manager, edge)
@@ -104,12 +112,15 @@ def from_json(d):
 
 
 def run_cpp(runner: Path, pte: Path, steps: List[Dict[str, Any]], tmp_path: Path,
-            load_options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+            load_options: Optional[Dict[str, Any]] = None, etdump: Optional[Path] = None) -> Dict[str, Any]:
     """Runs ``steps`` ({"inputs": [tensors], "request": None | {"pin": i} | {"auto": policy}}) in one process,
-    on one loaded Module; returns the runner's results with outputs as tensors."""
+    on one loaded Module; returns the runner's results with outputs as tensors. ``etdump``: run the Module with
+    ExecuTorch's ETDumpGen and write the dump there."""
     spec = {"steps": [{"inputs": [to_json(t) for t in s["inputs"]], "request": s.get("request")} for s in steps]}
     if load_options is not None:
         spec["load_options"] = load_options
+    if etdump is not None:
+        spec["etdump"] = str(etdump)
     spec_path, out_path = tmp_path / "steps.json", tmp_path / "results.json"
     spec_path.write_text(json.dumps(spec))
     p = subprocess.run([str(runner), str(pte), str(spec_path), str(out_path)], capture_output=True, text=True)

@@ -130,6 +130,8 @@ CASES: Dict[str, Case] = {c.name: c for c in [
     Case("kv_owned", KvCache, (torch.randn(1, 3, 4, generator=_gen(8)), torch.tensor([0])),
          ({1: Dim("seq", min=1, max=8)}, None), profiles=[[1, 1, 1], [2, 4, 8]], own_mutable_buffers=True),
     Case("acc_owned", Accumulator, (torch.randn(1, 4, generator=_gen(7)),), own_mutable_buffers=True),
+    # Disjoint profiles, one token and 2..64 tokens: decode and prefill, each on its own profile.
+    Case("decode_prefill", Projection, (_ids(5),), ({1: SEQ},), profiles=[[1, 1, 1], [2, 16, 64]]),
     # Exported with seq <= 32: ExecuTorch plans 32 rows, the engine's profile 1 goes to 64.
     Case("bound_too_small", Projection, (_ids(5),), ({1: Dim("seq", min=1, max=32)},),
          profiles=[[1, 4, 8], [1, 16, 64]]),

@@ -2,21 +2,27 @@
 //
 //   etrt_export_runner <model.pte> <steps.json> <results.json>
 //
-// steps.json: {"method": "forward", "load_options": {"auto_select_profiles": true, ...},
+// steps.json: {"method": "forward", "load_options": {"auto_select_profiles": true, ...}, "etdump": "out.etdp",
 //              "steps": [{"inputs": [{"dtype": "float32"|"int64"|"int32", "shape": [...], "data": [...]}],
 //                         "request": null | {"pin": 1} | {"auto": "first_fit"|"sticky_first_fit"}}]}
-// Every step runs on the same loaded module (a mutable buffer keeps its state). results.json:
+// Every step runs on the same loaded module (a mutable buffer keeps its state); with "etdump", the module runs with
+// ExecuTorch's ETDumpGen and the dump is written there after the last step (runners built with executorch::etdump).
+// results.json:
 //   {"steps": [{"ok": bool, "error": "...", "outputs": [{dtype, shape, data}],
 //               "report": [{"delegate", "profile", "num_profiles", "switched"}]}],
 //    "counters": {"profile_switches", "executions", "last_profile"}}
 // Exit status 0 when the file was run (whatever each step did), 2 on bad usage or input.
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#if defined(ETRT_RUNNER_WITH_ETDUMP)
+#include <executorch/devtools/etdump/etdump_flatcc.h>
+#endif
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
 #include <executorch/runtime/backend/interface.h>
@@ -96,7 +102,18 @@ int main(int argc, char** argv) {
   }
   const std::string method = spec.value("method", std::string("forward"));
 
-  Module module(argv[1]);
+  std::unique_ptr<executorch::runtime::EventTracer> tracer;
+  const std::string etdump_path = spec.value("etdump", std::string());
+#if defined(ETRT_RUNNER_WITH_ETDUMP)
+  auto* etdump = etdump_path.empty() ? nullptr : new executorch::etdump::ETDumpGen();
+  tracer.reset(etdump);
+#else
+  if (!etdump_path.empty()) {
+    std::fprintf(stderr, "this runner was built without executorch::etdump; it cannot write %s\n", etdump_path.c_str());
+    return 2;
+  }
+#endif
+  Module module(argv[1], Module::LoadMode::File, std::move(tracer));
   // Load options, as a C++ runner passes them (etrt/options.h).
   if (spec.contains("load_options")) {
     executorch::runtime::BackendOptions<8> options;
@@ -177,5 +194,17 @@ int main(int argc, char** argv) {
                          {"executions", counter(etrt::kCounterExecutions)},
                          {"last_profile", counter(etrt::kCounterLastProfile)}};
   std::ofstream(argv[3]) << results.dump();
+#if defined(ETRT_RUNNER_WITH_ETDUMP)
+  if (etdump != nullptr) {
+    const executorch::etdump::ETDumpResult dump = etdump->get_etdump_data();
+    if (dump.buf == nullptr) {
+      std::fprintf(stderr, "ETDumpGen returned no dump\n");
+      return 2;
+    }
+    std::ofstream(etdump_path, std::ios::binary).write(static_cast<const char*>(dump.buf),
+                                                       static_cast<std::streamsize>(dump.size));
+    std::free(dump.buf);
+  }
+#endif
   return 0;
 }
