@@ -23,68 +23,13 @@
 #include "etrt_gpufree/trace.h"
 #include "fixtures.h"
 #include "module_suite.h"
+#include "recording_tracer.h"
 
 namespace etrt::module_test {
 namespace {
 
-using et::AllocatorID;
-using et::ArrayRef;
-using et::ChainID;
-using et::DebugHandle;
 using et::DelegateDebugIntId;
-using et::EValue;
-using et::EventTracerEntry;
-using et::LoggedEValueType;
-using et::Result;
 using ::testing::ElementsAre;
-
-// One delegate event as the delegate logged it.
-struct Logged {
-  std::string name;
-  DelegateDebugIntId id = 0;
-  uint64_t start = 0;
-  uint64_t stop = 0;
-  std::string metadata;
-};
-
-// An EventTracer that keeps the delegate events of each run (ExecuTorch opens a block per Method::execute) and
-// ignores everything else.
-class RecordingTracer final : public et::EventTracer {
- public:
-  std::vector<std::vector<Logged>> runs;
-
-  void create_event_block(const char* /*name*/) override { runs.emplace_back(); }
-  EventTracerEntry start_profiling(const char*, ChainID, DebugHandle) override { return {}; }
-  void end_profiling(EventTracerEntry) override {}
-  EventTracerEntry start_profiling_delegate(const char* name, DelegateDebugIntId) override {
-    ADD_FAILURE() << "etrt logs whole events (log_profiling_delegate), not " << (name ? name : "?");
-    return {};
-  }
-  void end_profiling_delegate(EventTracerEntry, const void*, size_t) override {}
-  void log_profiling_delegate(const char* name, DelegateDebugIntId id, et_timestamp_t start, et_timestamp_t stop,
-                              const void* metadata, size_t length) override {
-    if (runs.empty()) runs.emplace_back();
-    runs.back().push_back(
-        {name ? name : "", id, start, stop, std::string(static_cast<const char*>(metadata), metadata ? length : 0)});
-  }
-  void track_allocation(AllocatorID, size_t) override {}
-  AllocatorID track_allocator(const char*) override { return 0; }
-  Result<bool> log_evalue(const EValue&, LoggedEValueType) override { return false; }
-  Result<bool> log_intermediate_output_delegate(const char*, DelegateDebugIntId,
-                                                const executorch::aten::Tensor&) override {
-    return false;
-  }
-  Result<bool> log_intermediate_output_delegate(const char*, DelegateDebugIntId,
-                                                const ArrayRef<executorch::aten::Tensor>) override {
-    return false;
-  }
-  Result<bool> log_intermediate_output_delegate(const char*, DelegateDebugIntId, const int&) override { return false; }
-  Result<bool> log_intermediate_output_delegate(const char*, DelegateDebugIntId, const bool&) override { return false; }
-  Result<bool> log_intermediate_output_delegate(const char*, DelegateDebugIntId, const double&) override {
-    return false;
-  }
-  void set_delegation_intermediate_output_filter(et::EventTracerFilterBase*) override {}
-};
 
 std::vector<std::string> names(const std::vector<Logged>& run) {
   std::vector<std::string> out;
@@ -124,6 +69,12 @@ class ProfilingTest : public ::testing::TestWithParam<Strategy> {
     tracer_->runs.clear();
   }
   Outcome run(size_t tokens) { return run_ids(*module_, token_ids(tokens)); }
+
+  void TearDown() override {
+    if (tracer_ != nullptr) {
+      EXPECT_EQ(tracer_->unexpected, 0) << "etrt logs whole events (log_profiling_delegate)";
+    }
+  }
 
   std::unique_ptr<Module> module_;
   RecordingTracer* tracer_ = nullptr;

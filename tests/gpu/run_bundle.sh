@@ -73,6 +73,8 @@ step bench_graphs etrt_bench_gpu_graphs 240 "$HERE/etrt_bench_gpu_graphs" "$@" \
 sed -n '/^Median over the repetitions, per decode step/,$p' "$LOGS/bench_graphs.log" | tee -a "$SUMMARY"
 step bench_scratch etrt_bench_gpu_scratch 120 "$HERE/etrt_bench_gpu_scratch" "$HERE/fixtures"
 sed -n '/^Device memory of a program of N single-layer delegates/,$p' "$LOGS/bench_scratch.log" | tee -a "$SUMMARY"
+step bench_profiling etrt_bench_gpu_profiling 120 "$HERE/etrt_bench_gpu_profiling" "$HERE/fixtures"
+sed -n '/^etrt device time/,$p' "$LOGS/bench_profiling.log" | tee -a "$SUMMARY"
 export ETRT_GPU_TESTS_UNDER_SANITIZER=1
 tests memcheck 170 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 86
 tests racecheck 110 compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 86
