@@ -161,7 +161,8 @@ TEST(SharedScratchCuda, ThePoolGrowsWhenADelegateWithALargerNeedLoadsAndTheOther
     EXPECT_EQ(given, 1) << "moved to the grown buffer before its next enqueue";
     std::vector<float> want = kX;
     for (float& v : want) v = 2.0f * v + fx::kScratchBigBias;
-    const auto result = big->execute("big", from_blob(kX.data(), {1, 4}, ScalarType::Float));
+    std::vector<float> x = kX;
+    const auto result = big->execute("big", from_blob(x.data(), {1, 4}, ScalarType::Float));
     ASSERT_TRUE(result.ok()) << etrt::last_error_message();
     const auto& y = result.get()[0].toTensor();
     EXPECT_EQ(std::vector<float>(y.const_data_ptr<float>(), y.const_data_ptr<float>() + y.numel()), want);
