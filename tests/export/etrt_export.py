@@ -19,6 +19,7 @@ owns (``tag_mutated_buffer``; the blob's ``delegate_state``, written by
     aten.view_copy            -> nothing        (a view that keeps the last dim: the engine ops only care about it)
     etrt_test.kv_cache_update -> kv_cache_update (in place: its output shares the cache input's memory, TR02
                                                   aliased_io kind kv_cache_update)
+    etrt_test.causal_attention -> causal_attention (queries at positions start.., keys and values rows 0..)
 
 Anything else stays with ExecuTorch. Only tests use this; it is not part of
 the etrt package.
@@ -72,6 +73,26 @@ def _(cache, update, start):
     return torch.empty_like(cache)
 
 
+@torch.library.custom_op("etrt_test::causal_attention", mutates_args=())
+def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, start: torch.Tensor,
+                     scale: float) -> torch.Tensor:
+    """Query s of batch b (at position start[b] + s) attends over keys and values rows 0 .. start[b] + s:
+    ``q`` [B, S, D], ``k`` [B, T, D], ``v`` [B, T, E] -> [B, S, E]; the GPU-free NvInfer's causal_attention."""
+    out = torch.empty(q.shape[0], q.shape[1], v.shape[2], dtype=q.dtype)
+    for b in range(q.shape[0]):
+        s0 = int(start[b])
+        for s in range(q.shape[1]):
+            rows = s0 + s + 1
+            weights = torch.softmax((k[b, :rows] @ q[b, s]) * scale, dim=0)
+            out[b, s] = weights @ v[b, :rows]
+    return out
+
+
+@causal_attention.register_fake
+def _(q, k, v, start, scale):
+    return q.new_empty(q.shape[0], q.shape[1], v.shape[2])
+
+
 # ---------------------------------------------------------------------------
 # Which edge nodes an engine can compute
 
@@ -88,6 +109,7 @@ _ADD = _EDGE.aten.add.Tensor
 _MM = _EDGE.aten.mm.default
 _VIEW = _EDGE.aten.view_copy.default
 _KV = _EDGE.etrt_test.kv_cache_update.default
+_ATTENTION = _EDGE.etrt_test.causal_attention.default
 
 
 def _meta(node) -> Optional[torch.Tensor]:
@@ -149,7 +171,7 @@ class _Supported(OperatorSupportBase):
         if t == _VIEW:
             src = _meta(node.args[0])
             return src is not None and src.shape[-1] == val.shape[-1]
-        if t == _KV:
+        if t in (_KV, _ATTENTION):
             return True
         return False
 
@@ -161,13 +183,15 @@ class EtrtTestPartitioner(Partitioner):
     ``[min, opt, max]`` ranges of the program's one dynamic dimension
     (named ``dim``; a static engine gets one profile). ``allow`` restricts the
     nodes that may be delegated. ``own_mutable_buffers`` moves a mutable buffer
-    into the delegate that updates it (``tag_mutated_buffer``)."""
+    into the delegate that updates it (``tag_mutated_buffer``). ``cuda_engine``: engines of the
+    GPU-free NvInfer's CUDA mode without placing the delegate's IO on the device (a ``target_device`` compile spec
+    in ``extra_specs`` implies it)."""
 
     def __init__(self, profiles: Sequence[Sequence[int]] = (), dim: str = "seq",
                  allow: Optional[Callable[[torch.fx.Node], bool]] = None, own_mutable_buffers: bool = False,
-                 extra_specs: Sequence[CompileSpec] = ()) -> None:
+                 extra_specs: Sequence[CompileSpec] = (), cuda_engine: bool = False) -> None:
         super().__init__()
-        spec = json.dumps({"dim": dim, "profiles": [list(p) for p in profiles]}).encode()
+        spec = json.dumps({"dim": dim, "profiles": [list(p) for p in profiles], "cuda_engine": cuda_engine}).encode()
         self.delegation_spec = DelegationSpec(BACKEND_ID, [CompileSpec(PROFILES_SPEC, spec), *extra_specs])
         self.allow = allow
         self.own_mutable_buffers = own_mutable_buffers
@@ -294,6 +318,9 @@ def translate(ep: ExportedProgram, label: str, profiles: List[List[int]], dim_na
                 raise TranslationError("a kv_cache_update result must be a partition output (it is in place)")
             b.kv_cache_update(names[cache], names[update], names[start], out)
             aliases.append(blob.AliasedIo(output=out, input=names[cache], kind=blob.ALIAS_KIND_KV_CACHE_UPDATE))
+        elif t == _ATTENTION:
+            q, k, v, start, scale = node.args
+            b.causal_attention(names[q], names[k], names[v], names[start], float(scale), out)
         else:
             raise TranslationError(f"no engine op for {node.format_node()}")
         names[node] = out
@@ -355,7 +382,7 @@ class TensorRTBackend(BackendDetails):
         # Torch-TensorRT's target_device (cuda:<n>): the delegate's IO is placed on the device, so the engine runs
         # there too.
         device = next((bytes(s.value).decode() for s in compile_specs if s.key == "target_device"), "")
-        t = translate(edge_program, label, options["profiles"], options["dim"], cuda_mode=device.startswith("cuda"))
+        t = translate(edge_program, label, options["profiles"], options["dim"], cuda_mode=device.startswith("cuda") or options.get("cuda_engine", False))
         TensorRTBackend.translations.append(t)
         store = None
         if t.named_data:

@@ -33,7 +33,8 @@ TARGET_DEVICE_KEY = "target_device"
 
 
 def export_case(case, out_dir: Path, target_device: Optional[str] = None, suffix: str = "",
-                etrecord: Optional[Path] = None) -> Exported:
+                etrecord: Optional[Path] = None, cuda_engine: bool = False,
+                plan_io: bool = True) -> Exported:
     import torch
     from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge
     from executorch.exir.passes.init_mutable_pass import InitializedMutableBufferPass
@@ -50,11 +51,18 @@ def export_case(case, out_dir: Path, target_device: Optional[str] = None, suffix
     extra = [CompileSpec(TARGET_DEVICE_KEY, target_device.encode())] if target_device else []
     edge = edge.to_backend(etrt_export.EtrtTestPartitioner(profiles=case.profiles,
                                                             own_mutable_buffers=case.own_mutable_buffers,
-                                                            extra_specs=extra))
+                                                            extra_specs=extra, cuda_engine=cuda_engine))
     # The ETRecord wants the edge program as it was before to_executorch.
     edge_copy = copy.deepcopy(edge) if etrecord is not None else None
     # Mutable buffers start from the module's values (zeros), as in eager, not from an unspecified state.
-    manager = edge.to_executorch(ExecutorchBackendConfig(passes=[InitializedMutableBufferPass(["acc", "cache"])]))
+    # plan_io=False: ExecuTorch plans no memory for the method's inputs and outputs; the runner gives it
+    # (Module::set_output for the outputs), as a runner that keeps its KV caches in device memory does: a planned
+    # input would be copied into host memory.
+    from executorch.exir.passes import MemoryPlanningPass
+
+    manager = edge.to_executorch(ExecutorchBackendConfig(passes=[InitializedMutableBufferPass(["acc", "cache"])],
+                                                         memory_planning_pass=MemoryPlanningPass(
+                                                             alloc_graph_input=plan_io, alloc_graph_output=plan_io)))
     if etrecord is not None:
         from executorch.devtools import generate_etrecord
 

@@ -101,6 +101,53 @@ class Accumulator(torch.nn.Module):
         return new * 2.0
 
 
+class AttentionDecoder(torch.nn.Module):
+    """``layers`` attention layers over KV caches, then an LM head: per layer the q, k and v projections, the step's
+    keys and values written into the layer's caches in place (etrt_test::kv_cache_update), causal attention over them
+    (etrt_test::causal_attention), the output projection and the residual. The caches are mutable buffers ``k<l>``,
+    ``v<l>`` (named so that the exporter serializes no initial value: every row a step reads, that step or an earlier
+    one wrote), or with ``caches_as_inputs`` the method's inputs, their new values its outputs after the logits.
+    Small here; bench/gpu/decoder_state_export.py exports it with 30 layers and 240 MiB of caches."""
+
+    def __init__(self, layers: int = 2, width: int = 8, vocab: int = 16, rows: int = 16,
+                 caches_as_inputs: bool = False) -> None:
+        super().__init__()
+        g = _gen(2212)
+
+        def uniform(r: int, c: int, bound: float) -> torch.nn.Parameter:
+            return torch.nn.Parameter((torch.rand(r, c, generator=g) * 2 - 1) * bound)
+
+        self.layers, self.scale, self.caches_as_inputs = layers, 1.0 / width ** 0.5, caches_as_inputs
+        self.table = uniform(vocab, width, 1.0)
+        self.wq = torch.nn.ParameterList([uniform(width, width, 0.3) for _ in range(layers)])
+        self.wk = torch.nn.ParameterList([uniform(width, width, 0.3) for _ in range(layers)])
+        self.wv = torch.nn.ParameterList([uniform(width, width, 0.3) for _ in range(layers)])
+        self.wo = torch.nn.ParameterList([uniform(width, width, 0.1) for _ in range(layers)])
+        self.lm = uniform(width, vocab, 0.3)
+        if not caches_as_inputs:
+            for l in range(layers):
+                self.register_buffer(f"k{l}", torch.zeros(1, rows, width))
+                self.register_buffer(f"v{l}", torch.zeros(1, rows, width))
+
+    def forward(self, tokens, pos, caches: Optional[List[torch.Tensor]] = None):
+        x = torch.nn.functional.embedding(tokens, self.table)
+        new = []
+        for l in range(self.layers):
+            k_cache = caches[2 * l] if self.caches_as_inputs else getattr(self, f"k{l}")
+            v_cache = caches[2 * l + 1] if self.caches_as_inputs else getattr(self, f"v{l}")
+            k = torch.ops.etrt_test.kv_cache_update(k_cache, x @ self.wk[l], pos)
+            v = torch.ops.etrt_test.kv_cache_update(v_cache, x @ self.wv[l], pos)
+            a = torch.ops.etrt_test.causal_attention(x @ self.wq[l], k, v, pos, self.scale)
+            x = x + a @ self.wo[l]
+            if self.caches_as_inputs:
+                new += [k, v]
+            else:
+                k_cache.copy_(k)
+                v_cache.copy_(v)
+        logits = x @ self.lm
+        return (logits, *new) if self.caches_as_inputs else logits
+
+
 @dataclass
 class Case:
     name: str
@@ -130,6 +177,11 @@ CASES: Dict[str, Case] = {c.name: c for c in [
     Case("kv_owned", KvCache, (torch.randn(1, 3, 4, generator=_gen(8)), torch.tensor([0])),
          ({1: Dim("seq", min=1, max=8)}, None), profiles=[[1, 1, 1], [2, 4, 8]], own_mutable_buffers=True),
     Case("acc_owned", Accumulator, (torch.randn(1, 4, generator=_gen(7)),), own_mutable_buffers=True),
+    # Two attention layers over KV caches, the caches kept by the program or by the delegate.
+    Case("attention_around", AttentionDecoder, (_ids(3), torch.tensor([0])), ({1: Dim("seq", min=1, max=8)}, None),
+         profiles=[[1, 1, 1], [2, 4, 8]]),
+    Case("attention_owned", AttentionDecoder, (_ids(3), torch.tensor([0])), ({1: Dim("seq", min=1, max=8)}, None),
+         profiles=[[1, 1, 1], [2, 4, 8]], own_mutable_buffers=True),
     # Disjoint profiles, one token and 2..64 tokens: decode and prefill, each on its own profile.
     Case("decode_prefill", Projection, (_ids(5),), ({1: SEQ},), profiles=[[1, 1, 1], [2, 16, 64]]),
     # Exported with seq <= 32: ExecuTorch plans 32 rows, the engine's profile 1 goes to 64.

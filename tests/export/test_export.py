@@ -254,6 +254,36 @@ def test_a_state_written_back_starts_from_its_exported_value(rt, exported, runne
     _check_accumulator_runs(rt, e, runner, tmp_path)
 
 
+def _attention_steps():
+    # A prompt (prefill profile), decode steps, a second prompt chunk continuing the sequence, a decode step.
+    return [{"inputs": [ids(n, seed=n + pos), torch.tensor([pos])]} for n, pos in [(5, 0), (1, 5), (1, 6), (3, 7),
+                                                                                     (1, 10)]]
+
+
+def test_an_attention_decoder_runs_like_eager_with_its_caches_kept_by_the_program_or_by_the_delegate(rt, exported):
+    # Causal attention over caches updated in place (the model bench/gpu/decoder_state_export.py exports with 30
+    # layers): every step attends over rows earlier steps wrote, so the caches' contents decide the logits.
+    steps = _attention_steps()
+    model = exported("attention_around").eager()
+    want = [eager(model, *s["inputs"]) for s in steps]
+    around = run_py(rt, load_method(exported("attention_around").path), steps)
+    owned_method = load_method(exported("attention_owned").path)
+    owned = run_py(rt, owned_method, steps)
+    for a, o, w in zip(around, owned, want):
+        assert a["ok"] and o["ok"], (a["error"], o["error"])
+        assert_close(a["outputs"], w)
+        assert_close(o["outputs"], w)
+        assert torch.equal(a["outputs"][0], o["outputs"][0])  # the same engine on the same inputs
+    # After a reset the last step alone attends over zero rows where the sequence had written its own.
+    assert rt.reset_state() >= 4
+    [alone] = run_py(rt, owned_method, steps[-1:])
+    assert alone["ok"] and not torch.allclose(alone["outputs"][0], want[-1][0], atol=1e-3)
+    assert rt.reset_state() >= 4
+    for r, w in zip(run_py(rt, owned_method, steps), want):
+        assert r["ok"], r["error"]
+        assert_close(r["outputs"], w)
+
+
 # ---------------------------------------------------------------------------
 # A program whose exported bound is smaller than the engine's profile
 

@@ -59,6 +59,18 @@ else
     ".venv-export/bin/python tests/export/device_placed.py $BUILD/device_placed, then run make_bundle.sh again" >&2
 fi
 
+# The KV-cache benchmark's programs (bench/gpu/decoder_state_export.py), when the build has the benchmark.
+if [[ -x "$BUILD/bench/gpu/etrt_bench_gpu_decoder_state" ]]; then
+  strip -o "$OUT/etrt_bench_gpu_decoder_state" "$BUILD/bench/gpu/etrt_bench_gpu_decoder_state"
+  if [[ -f "$BUILD/decoder_state/manifest.json" ]]; then
+    cp -r "$BUILD/decoder_state" "$OUT/decoder_state"
+  else
+    echo "make_bundle.sh: WARNING: no $BUILD/decoder_state/manifest.json: etrt_bench_gpu_decoder_state will fail on" \
+      "the GPU machine. Write the programs with .venv-export/bin/python bench/gpu/decoder_state_export.py" \
+      "$BUILD/decoder_state, then run make_bundle.sh again" >&2
+  fi
+fi
+
 # Every shared library the binaries load, except the C/C++ runtime every Linux machine has.
 ldd "$OUT"/etrt_* | awk '/=> \// {print $1, $3}' | sort -u | while read -r name path; do
   case "$name" in

@@ -2,7 +2,7 @@
 # Runs a bundle made by make_bundle.sh on a GPU machine: the GPU suite plainly
 # (etrt_gpu_device_placed_tests included), the device-placed Python run
 # (run_device_placed_python.sh, when the bundle has the exports; python3, or
-# $ETRT_PYTHON), then the benchmarks (the shared-scratch memory table among them), then the suite under
+# $ETRT_PYTHON), then the benchmarks (the shared-scratch memory table and the KV-cache bytes per decode step among them), then the suite under
 # compute-sanitizer memcheck,
 # racecheck and initcheck. One log per step in <log-dir>, and summary.txt with
 # each step's exit code, duration, test counts and sanitizer verdicts.
@@ -75,6 +75,10 @@ step bench_scratch etrt_bench_gpu_scratch 120 "$HERE/etrt_bench_gpu_scratch" "$H
 sed -n '/^Device memory of a program of N single-layer delegates/,$p' "$LOGS/bench_scratch.log" | tee -a "$SUMMARY"
 step bench_profiling etrt_bench_gpu_profiling 120 "$HERE/etrt_bench_gpu_profiling" "$HERE/fixtures"
 sed -n '/^etrt device time/,$p' "$LOGS/bench_profiling.log" | tee -a "$SUMMARY"
+if [[ -x "$HERE/etrt_bench_gpu_decoder_state" ]]; then
+  step bench_decoder_state etrt_bench_gpu_decoder_state 300 "$HERE/etrt_bench_gpu_decoder_state" "$HERE/decoder_state"
+  sed -n '/-layer decoder, /,$p' "$LOGS/bench_decoder_state.log" | tee -a "$SUMMARY"
+fi
 export ETRT_GPU_TESTS_UNDER_SANITIZER=1
 tests memcheck 170 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 86
 tests racecheck 110 compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 86
