@@ -45,7 +45,7 @@ class ETRT_API ExecutionReport {
   ExecutionReport(const ExecutionReport&) = delete;
   ExecutionReport& operator=(const ExecutionReport&) = delete;
 
-  /// Records made while this report was the innermost one on its thread, oldest first.
+  /// Records made on this thread while this report was alive, oldest first (an inner report's too).
   struct Entries {
     const ExecutionRecord* data;
     size_t count;
