@@ -64,8 +64,6 @@ class ETRT_API ExecutionReport {
   /// Internal: the delegate calls this after each execution; it records `r`
   /// in every report alive on the calling thread.
   static void record_on_this_thread(const ExecutionRecord& r) noexcept;
-  /// True when some report is alive on this thread (so recording is worth preparing).
-  static bool active_on_this_thread() noexcept;
 
  private:
   void record(const ExecutionRecord& r) noexcept;

@@ -55,8 +55,6 @@ class Delegate {
   [[nodiscard]] Error execute(executorch::runtime::Span<executorch::runtime::EValue*> args,
                               executorch::runtime::EventTracer* tracer = nullptr);
 
-  const char* name() const { return name_; }
-
  private:
   // How executions reach the profile they run on, fixed at load.
   enum class Strategy : uint8_t {
