@@ -23,7 +23,6 @@
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
 #include <executorch/runtime/backend/interface.h>
-#include <executorch/runtime/backend/options.h>
 #include <executorch/runtime/core/exec_aten/util/tensor_util.h>
 
 #include <NvInferRuntime.h>
@@ -38,9 +37,10 @@
 #include <vector>
 
 #include "alloc_counter.h"
-#include "etrt_gpufree/trace.h"
 #include "etrt/options.h"
 #include "etrt/profile_guard.h"
+#include "etrt_gpufree/trace.h"
+#include "module_loading.h"
 
 namespace {
 
@@ -57,12 +57,10 @@ std::string pte_dir() {
 }
 
 std::unique_ptr<Module> load(const char* name, const char* strategy = etrt::kStrategySwitch) {
-  auto module = std::make_unique<Module>(pte_dir() + "/" + name + ".pte");
-  et::BackendOptions<1> options;
-  (void)options.set_option(etrt::kOptionProfileStrategy, strategy);
-  et::LoadBackendOptionsMap map;
-  (void)map.set_options(etrt::kBackendId, options.view());
-  if (module->load(map) != et::Error::Ok || module->load_forward() != et::Error::Ok) return nullptr;
+  et::Error status = et::Error::Ok;
+  auto module =
+      etrt::testing::load_module(pte_dir() + "/" + name + ".pte", {{etrt::kOptionProfileStrategy, strategy}}, &status);
+  if (status != et::Error::Ok) return nullptr;
   return module;
 }
 

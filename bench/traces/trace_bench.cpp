@@ -37,7 +37,6 @@
 
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
-#include <executorch/runtime/backend/options.h>
 #include <executorch/runtime/platform/platform.h>
 #include <executorch/runtime/platform/runtime.h>
 
@@ -57,6 +56,7 @@
 #include "etrt/options.h"
 #include "etrt/profile_guard.h"
 #include "etrt/report.h"
+#include "module_loading.h"
 
 namespace {
 
@@ -130,17 +130,15 @@ struct RunResult {
 };
 
 std::unique_ptr<Module> load(const std::string& path, Runner runner, const char* strategy) {
-  auto module = std::make_unique<Module>(path);
-  et::BackendOptions<3> options;
-  (void)options.set_option(etrt::kOptionProfileStrategy, strategy);
+  etrt::testing::LoadOptions options = {{etrt::kOptionProfileStrategy, strategy}};
   if (runner == Runner::kAutoSticky || runner == Runner::kAutoFirstFit) {
-    (void)options.set_option(etrt::kOptionAutoSelect, true);
-    (void)options.set_option(etrt::kOptionAutoPolicy,
-                             runner == Runner::kAutoSticky ? etrt::kPolicyStickyFirstFit : etrt::kPolicyFirstFit);
+    options.emplace_back(etrt::kOptionAutoSelect, true);
+    options.emplace_back(etrt::kOptionAutoPolicy,
+                         runner == Runner::kAutoSticky ? etrt::kPolicyStickyFirstFit : etrt::kPolicyFirstFit);
   }
-  et::LoadBackendOptionsMap map;
-  (void)map.set_options(etrt::kBackendId, options.view());
-  if (module->load(map) != et::Error::Ok || module->load_forward() != et::Error::Ok) return nullptr;
+  et::Error status = et::Error::Ok;
+  auto module = etrt::testing::load_module(path, options, &status);
+  if (status != et::Error::Ok) return nullptr;
   return module;
 }
 

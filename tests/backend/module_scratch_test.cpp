@@ -54,28 +54,14 @@ int64_t scratch_bytes() {
   return std::get<int>(option.value);
 }
 
-// Load options: shared_scratch on or off, and optionally a profile strategy. The map points into the object: keep it
-// alive across the load.
-struct Options {
-  et::BackendOptions<2> options;
-  et::LoadBackendOptionsMap map;
-  explicit Options(bool shared, const char* strategy = nullptr) {
-    EXPECT_EQ(options.set_option(etrt::kOptionSharedScratch, shared), et::Error::Ok);
-    if (strategy != nullptr) {
-      EXPECT_EQ(options.set_option(etrt::kOptionProfileStrategy, strategy), et::Error::Ok);
-    }
-    EXPECT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
-  }
-};
-
-// `name` loaded with the options (Module keeps a copy for methods loaded later), and `method` loaded.
+// `name` loaded with shared_scratch on or off and optionally a profile strategy (Module keeps the options for
+// methods loaded later), and `method` loaded.
 std::unique_ptr<Module> loaded(const std::string& name, bool shared, const char* strategy = nullptr,
                                const char* method = "forward") {
-  Options options(shared, strategy);
-  auto module = std::make_unique<Module>(fixture(name));
-  etrt::clear_last_error();
-  et::Error status = module->load(options.map);
-  if (status == et::Error::Ok) status = module->load_method(method);
+  etrt::testing::LoadOptions options = {{etrt::kOptionSharedScratch, shared}};
+  if (strategy != nullptr) options.emplace_back(etrt::kOptionProfileStrategy, strategy);
+  et::Error status = et::Error::Ok;
+  auto module = etrt::testing::load_module(fixture(name), options, &status, method);
   EXPECT_EQ(status, et::Error::Ok) << name << ": " << etrt::last_error_message();
   return module;
 }
@@ -260,14 +246,8 @@ TEST(SharedScratch, TwoMethodsOfOneProgramOnTwoThreadsShareThePoolAndComputeCorr
 }
 
 TEST(SharedScratchRefusal, TheOptionMustBeABool) {
-  et::BackendOptions<1> options;
-  ASSERT_EQ(options.set_option(etrt::kOptionSharedScratch, 1), et::Error::Ok);
-  et::LoadBackendOptionsMap map;
-  ASSERT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
-  Module module(fixture("scratch_chain"));
-  etrt::clear_last_error();
-  et::Error status = module.load(map);
-  if (status == et::Error::Ok) status = module.load_forward();
+  et::Error status = et::Error::Ok;
+  etrt::testing::load_module(fixture("scratch_chain"), {{etrt::kOptionSharedScratch, 1}}, &status);
   EXPECT_EQ(status, et::Error::InvalidArgument);
   const std::string message = etrt::last_error_message();
   EXPECT_TRUE(has(message, "TensorRTBackend load option 'shared_scratch' must be a bool, got a int")) << message;

@@ -5,7 +5,6 @@
 
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
-#include <executorch/runtime/backend/options.h>
 
 #include <gtest/gtest.h>
 
@@ -18,6 +17,7 @@
 #include "etrt/report.h"
 #include "etrt_gpufree/trace.h"
 #include "fixtures.h"
+#include "module_loading.h"
 
 namespace etrt::module_test {
 
@@ -26,16 +26,10 @@ namespace etrt::module_test {
 inline std::string fixture(const std::string& name) { return std::string(ETRT_FIXTURE_DIR) + "/" + name + ".pte"; }
 #endif
 
-// Load options that select the context_per_profile strategy, for Module::load(map); the map points into
-// `options`, so keep the object alive across the load.
-struct ContextPerProfileOptions {
-  ::executorch::runtime::BackendOptions<1> options;
-  ::executorch::runtime::LoadBackendOptionsMap map;
-  ContextPerProfileOptions() {
-    EXPECT_EQ(options.set_option(kOptionProfileStrategy, kStrategyContextPerProfile), ::executorch::runtime::Error::Ok);
-    EXPECT_EQ(map.set_options(kBackendId, options.view()), ::executorch::runtime::Error::Ok);
-  }
-};
+// The load options that select the context_per_profile strategy (module_loading.h loads with them).
+inline testing::LoadOptions context_per_profile_options() {
+  return {{kOptionProfileStrategy, kStrategyContextPerProfile}};
+}
 
 struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }

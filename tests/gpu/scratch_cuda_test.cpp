@@ -35,6 +35,7 @@
 #include "etrt_gpufree/trace.h"
 #include "fixtures.h"
 #include "gpu_test_util.h"
+#include "module_loading.h"
 
 namespace etrt::gpu_test {
 namespace {
@@ -66,13 +67,9 @@ int64_t scratch_bytes() {
 // Loads `module` with shared_scratch on or off (and cuda_graphs, when asked), and its `method`.
 std::unique_ptr<Module> load(std::unique_ptr<Module> module, const std::string& what, bool shared, bool graphs,
                              const char* method) {
-  et::BackendOptions<2> options;
-  EXPECT_EQ(options.set_option(etrt::kOptionSharedScratch, shared), et::Error::Ok);
-  EXPECT_EQ(options.set_option(etrt::kOptionCudaGraphs, graphs), et::Error::Ok);
-  et::LoadBackendOptionsMap map;
-  EXPECT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
-  et::Error status = module->load(map);  // Module keeps a copy of the map for methods loaded later
-  if (status == et::Error::Ok) status = module->load_method(method);
+  // Module keeps a copy of the options for methods loaded later.
+  const et::Error status = etrt::testing::load_with_options(
+      *module, {{etrt::kOptionSharedScratch, shared}, {etrt::kOptionCudaGraphs, graphs}}, method);
   EXPECT_EQ(status, et::Error::Ok) << what << ": " << etrt::last_error_message();
   return module;
 }
