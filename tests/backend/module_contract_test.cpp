@@ -28,6 +28,7 @@ namespace gpufree = etrt::gpufree;
 using etrt::module_test::events_of;
 using etrt::module_test::fixture;
 using etrt::module_test::FreeDeleter;
+using etrt::module_test::has;
 using etrt::module_test::trace_text;
 using etrt::testing::load_module;
 using etrt::testing::LoadOptions;
@@ -38,8 +39,6 @@ using ::executorch::extension::Module;
 constexpr int32_t kRows = 8;  // the cache's capacity
 constexpr int32_t kWidth = 2;
 constexpr size_t kCacheFloats = kRows * kWidth;
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // The load error of fixture `name` (empty if it loaded), with the options in `options`.
 struct Loaded {

@@ -5,12 +5,16 @@
 
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
+#include <executorch/runtime/backend/interface.h>
+#include <executorch/runtime/backend/options.h>
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "etrt/options.h"
@@ -25,6 +29,19 @@ namespace etrt::module_test {
 // The CPU suite's fixture `name`.pte in the build tree.
 inline std::string fixture(const std::string& name) { return std::string(ETRT_FIXTURE_DIR) + "/" + name + ".pte"; }
 #endif
+
+// True when `text` holds `part` (a message the tests look into).
+inline bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The process-wide counter `key` (etrt/options.h kCounter*), read with get_option as a runner reads it.
+inline int64_t counter(const char* key) {
+  ::executorch::runtime::BackendOption option;
+  std::snprintf(option.key, sizeof(option.key), "%s", key);
+  option.value = 0;
+  ::executorch::runtime::Span<::executorch::runtime::BackendOption> span(&option, 1);
+  EXPECT_EQ(::executorch::runtime::get_option(kBackendId, span), ::executorch::runtime::Error::Ok) << key;
+  return std::get<int>(option.value);
+}
 
 // The load options that select the context_per_profile strategy (module_loading.h loads with them).
 inline testing::LoadOptions context_per_profile_options() {
