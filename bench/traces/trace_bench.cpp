@@ -1,7 +1,7 @@
 // "Auto by default?": LLM-shaped request traces through ExecuTorch's Module
 // and etrt's backend, under four ways a runner can get a profile chosen and
 // etrt's two profile strategies. docs/auto-by-default.md states the model and
-// the results; bench/traces/run_trace_bench.sh runs it.
+// the results; `bench/run_bench.sh traces` runs it.
 //
 // A trace is a list of requests, each a prompt (one prefill execution of
 // input_ids [1, P]) followed by D decode executions of [1, 1]. Prompt lengths
