@@ -1,6 +1,6 @@
 // etrt_bench_profile: choosing + validating a profile, etrt's policy layer
 // against upstream's per-execute path (baseline_selection.h), on the same tables
-// and shapes in the same run. bench/run_profile_bench.sh prints medians and
+// and shapes in the same run. bench/run_bench.sh profile prints medians and
 // ratios. Per case three rows: etrt/ (choose_and_validate, the call execute()
 // makes), etrt_2call/ (choose_profile then validate_shapes) and baseline/.
 //

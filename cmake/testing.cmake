@@ -1,8 +1,8 @@
 # etrt_add_test(<name> SOURCES <files...> [LIBS <targets...>] [INCLUDES <dirs...>] [LABELS <labels...>] [GPU])
 #
 # One GoogleTest executable; each TEST becomes its own CTest test, labelled cpu plus LABELS. It sees src/,
-# include/ and INCLUDES, links LIBS and GoogleTest (gtest, gtest_main, gmock: the caller finds GTest), and
-# compiles its C++ with ETRT_WARNINGS.
+# include/, tools/testing/ (test-support headers such as module_loading.h) and INCLUDES, links LIBS and GoogleTest
+# (gtest, gtest_main, gmock: the caller finds GTest), and compiles its C++ with ETRT_WARNINGS.
 #
 # GPU: a test of the GPU suite (tests/gpu, docs/gpu-testing.md). CUDA sources are allowed (ETRT_WARNINGS are
 # GCC's, so only its C++ gets them), it links the CUDA runtime, its tests are labelled gpu instead of cpu, and
@@ -28,7 +28,8 @@ function(etrt_add_test name)
   endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${libs} GTest::gtest GTest::gtest_main GTest::gmock)
-  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include ${ARG_INCLUDES})
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include
+                                             ${PROJECT_SOURCE_DIR}/tools/testing ${ARG_INCLUDES})
   target_compile_options(${name} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${ETRT_WARNINGS}>")
   # gtest_discover_tests writes the list unescaped; escape it so every label survives.
   string(REPLACE ";" "\\;" labels "${labels}")

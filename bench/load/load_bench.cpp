@@ -3,7 +3,7 @@
 // (bindings, profiles, aliases, contexts and their scratch). One row per program of make_load_ptes.cpp; the
 // programs above the limits are refused, and the row times the refusal. Two layers are also timed alone, on the
 // same bytes: the blob reader (parse_blob) and the engine's deserializer (through etrt's TensorRT adapter, as the
-// backend calls it). bench/load/run_load_bench.sh runs it with repetitions and prints the medians (docs/limits.md
+// backend calls it). `bench/run_bench.sh load` runs it with repetitions and prints the medians (docs/limits.md
 // has the table).
 
 #include <benchmark/benchmark.h>

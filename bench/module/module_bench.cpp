@@ -13,9 +13,9 @@
 // ExecuTorch buffers are staged (a copy in, a copy out). BM_EngineEnqueue times
 // the engine's own enqueueV3 through NvInfer with nothing of etrt around it, so
 // that etrt's own cost per forward() is the aligned row minus it
-// (run_module_bench.sh prints that ratio). BM_NoopAlignedThenEngineEnqueue runs
+// (bench/run_bench.sh module prints that ratio). BM_NoopAlignedThenEngineEnqueue runs
 // the noop forward() and the engine's enqueue in one loop, so that the engine is
-// also timed beside ExecuTorch's code (run_module_bench.sh prints the ratio with
+// also timed beside ExecuTorch's code (bench/run_bench.sh module prints the ratio with
 // the engine charged that instead).
 
 #include <benchmark/benchmark.h>
@@ -23,7 +23,6 @@
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
 #include <executorch/runtime/backend/interface.h>
-#include <executorch/runtime/backend/options.h>
 #include <executorch/runtime/core/exec_aten/util/tensor_util.h>
 
 #include <NvInferRuntime.h>
@@ -38,9 +37,10 @@
 #include <vector>
 
 #include "alloc_counter.h"
-#include "etrt_gpufree/trace.h"
 #include "etrt/options.h"
 #include "etrt/profile_guard.h"
+#include "etrt_gpufree/trace.h"
+#include "module_loading.h"
 
 namespace {
 
@@ -57,12 +57,10 @@ std::string pte_dir() {
 }
 
 std::unique_ptr<Module> load(const char* name, const char* strategy = etrt::kStrategySwitch) {
-  auto module = std::make_unique<Module>(pte_dir() + "/" + name + ".pte");
-  et::BackendOptions<1> options;
-  (void)options.set_option(etrt::kOptionProfileStrategy, strategy);
-  et::LoadBackendOptionsMap map;
-  (void)map.set_options(etrt::kBackendId, options.view());
-  if (module->load(map) != et::Error::Ok || module->load_forward() != et::Error::Ok) return nullptr;
+  et::Error status = et::Error::Ok;
+  auto module =
+      etrt::testing::load_module(pte_dir() + "/" + name + ".pte", {{etrt::kOptionProfileStrategy, strategy}}, &status);
+  if (status != et::Error::Ok) return nullptr;
   return module;
 }
 
@@ -157,7 +155,7 @@ void BM_EngineEnqueue(benchmark::State& state) {
 
 // The do-nothing delegate's forward() and then the same engine's enqueue, in each iteration: the engine pays what
 // it pays inside a forward() (ExecuTorch's code and its own compete for the instruction cache), which the engine
-// timed alone does not. run_module_bench.sh takes (this - BM_NoopAligned) as the engine's cost in a forward().
+// timed alone does not. bench/run_bench.sh module takes (this - BM_NoopAligned) as the engine's cost in a forward().
 void BM_NoopAlignedThenEngineEnqueue(benchmark::State& state) {
   etrt::gpufree::set_tracing_enabled(false);
   AlignedModule aligned;
@@ -180,7 +178,7 @@ void BM_NoopAlignedThenEngineEnqueue(benchmark::State& state) {
 //   own_ratio_engine_alone  = (etrt - engine alone) / noop
 //   own_ratio_engine_beside = (etrt - (noop then engine - noop)) / noop
 //   own_ratio_pinned        = (etrt under the pin - engine alone) / noop
-// (run_module_bench.sh prints them).
+// (bench/run_bench.sh module prints them).
 void BM_OwnCostPaired(benchmark::State& state) {
   etrt::gpufree::set_tracing_enabled(false);
   AlignedModule noop, etrt_module;

@@ -15,7 +15,6 @@
 
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
-#include <executorch/runtime/backend/options.h>
 
 #include <algorithm>
 #include <chrono>
@@ -31,6 +30,7 @@
 #include "etrt/options.h"
 #include "etrt/report.h"
 #include "etrt/stream_guard.h"
+#include "module_loading.h"
 
 namespace {
 
@@ -66,13 +66,10 @@ class Logger final : public nvinfer1::ILogger {
 };
 
 std::unique_ptr<Module> load(const std::string& pte, const char* strategy, bool graphs) {
-  et::BackendOptions<2> options;
-  check(options.set_option(etrt::kOptionProfileStrategy, strategy) == et::Error::Ok, "set_option");
-  check(options.set_option(etrt::kOptionCudaGraphs, graphs) == et::Error::Ok, "set_option");
-  et::LoadBackendOptionsMap map;
-  check(map.set_options(etrt::kBackendId, options.view()) == et::Error::Ok, "set_options");
-  auto module = std::make_unique<Module>(pte);
-  check(module->load(map) == et::Error::Ok && module->load_forward() == et::Error::Ok, "Module::load");
+  et::Error loaded = et::Error::Ok;
+  auto module = etrt::testing::load_module(
+      pte, {{etrt::kOptionProfileStrategy, strategy}, {etrt::kOptionCudaGraphs, graphs}}, &loaded);
+  check(loaded == et::Error::Ok, "Module::load");
   return module;
 }
 

@@ -1,7 +1,7 @@
 // "Auto by default?": LLM-shaped request traces through ExecuTorch's Module
 // and etrt's backend, under four ways a runner can get a profile chosen and
 // etrt's two profile strategies. docs/auto-by-default.md states the model and
-// the results; bench/traces/run_trace_bench.sh runs it.
+// the results; `bench/run_bench.sh traces` runs it.
 //
 // A trace is a list of requests, each a prompt (one prefill execution of
 // input_ids [1, P]) followed by D decode executions of [1, 1]. Prompt lengths
@@ -37,7 +37,6 @@
 
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
-#include <executorch/runtime/backend/options.h>
 #include <executorch/runtime/platform/platform.h>
 #include <executorch/runtime/platform/runtime.h>
 
@@ -57,6 +56,7 @@
 #include "etrt/options.h"
 #include "etrt/profile_guard.h"
 #include "etrt/report.h"
+#include "module_loading.h"
 
 namespace {
 
@@ -130,17 +130,15 @@ struct RunResult {
 };
 
 std::unique_ptr<Module> load(const std::string& path, Runner runner, const char* strategy) {
-  auto module = std::make_unique<Module>(path);
-  et::BackendOptions<3> options;
-  (void)options.set_option(etrt::kOptionProfileStrategy, strategy);
+  etrt::testing::LoadOptions options = {{etrt::kOptionProfileStrategy, strategy}};
   if (runner == Runner::kAutoSticky || runner == Runner::kAutoFirstFit) {
-    (void)options.set_option(etrt::kOptionAutoSelect, true);
-    (void)options.set_option(etrt::kOptionAutoPolicy,
-                             runner == Runner::kAutoSticky ? etrt::kPolicyStickyFirstFit : etrt::kPolicyFirstFit);
+    options.emplace_back(etrt::kOptionAutoSelect, true);
+    options.emplace_back(etrt::kOptionAutoPolicy,
+                         runner == Runner::kAutoSticky ? etrt::kPolicyStickyFirstFit : etrt::kPolicyFirstFit);
   }
-  et::LoadBackendOptionsMap map;
-  (void)map.set_options(etrt::kBackendId, options.view());
-  if (module->load(map) != et::Error::Ok || module->load_forward() != et::Error::Ok) return nullptr;
+  et::Error status = et::Error::Ok;
+  auto module = etrt::testing::load_module(path, options, &status);
+  if (status != et::Error::Ok) return nullptr;
   return module;
 }
 

@@ -45,7 +45,7 @@ class ETRT_API ExecutionReport {
   ExecutionReport(const ExecutionReport&) = delete;
   ExecutionReport& operator=(const ExecutionReport&) = delete;
 
-  /// Records made while this report was the innermost one on its thread, oldest first.
+  /// Records made on this thread while this report was alive, oldest first (an inner report's too).
   struct Entries {
     const ExecutionRecord* data;
     size_t count;
@@ -64,8 +64,6 @@ class ETRT_API ExecutionReport {
   /// Internal: the delegate calls this after each execution; it records `r`
   /// in every report alive on the calling thread.
   static void record_on_this_thread(const ExecutionRecord& r) noexcept;
-  /// True when some report is alive on this thread (so recording is worth preparing).
-  static bool active_on_this_thread() noexcept;
 
  private:
   void record(const ExecutionRecord& r) noexcept;

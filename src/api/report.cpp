@@ -15,7 +15,6 @@ ExecutionReport*& current_report() noexcept { return backend::thread_state().rep
 
 ExecutionReport::ExecutionReport() noexcept : previous_(current_report()) { current_report() = this; }
 ExecutionReport::~ExecutionReport() { current_report() = previous_; }
-bool ExecutionReport::active_on_this_thread() noexcept { return current_report() != nullptr; }
 
 void ExecutionReport::record_on_this_thread(const ExecutionRecord& r) noexcept {
   for (ExecutionReport* report = current_report(); report != nullptr; report = report->previous_) report->record(r);

@@ -55,8 +55,6 @@ class Delegate {
   [[nodiscard]] Error execute(executorch::runtime::Span<executorch::runtime::EValue*> args,
                               executorch::runtime::EventTracer* tracer = nullptr);
 
-  const char* name() const { return name_; }
-
  private:
   // How executions reach the profile they run on, fixed at load.
   enum class Strategy : uint8_t {
@@ -154,6 +152,10 @@ class Delegate {
   Error finish(const ThreadState& thread, const Outcome& outcome, const CopiedBytes& copied, Error status);
   Error take_scratch(ScratchPool& pool, DeviceCall& device);
   Error rebind_scratch(ScratchPool& pool);
+  // One execution's frame around run_steps, untraced (execute) or traced (execute_traced: an event tracer attached).
+  template <bool kTraced>
+  Error execute_framed(executorch::runtime::Span<executorch::runtime::EValue*> args,
+                       executorch::runtime::EventTracer* tracer);
   // An execution with an event tracer attached, and what it did for the trace (delegate_trace.cpp).
   Error execute_traced(executorch::runtime::Span<executorch::runtime::EValue*> args,
                        executorch::runtime::EventTracer* tracer);

@@ -68,14 +68,26 @@ inline bool holds_output_shape(const Tensor& t, const Shape& inferred) {
 
 }  // namespace
 
-Error Delegate::execute(Span<EValue*> args, EventTracer* tracer) {
-  if (tracer != nullptr) return execute_traced(args, tracer);  // ExecuTorch's profiling (ETDump): the only check
+// One execution's frame, with or without an event tracer: lock, wait for in-flight work, take the shared scratch,
+// the steps, release them in reverse and report. `kTraced` (execute_traced) adds the tracer's parts: each step is
+// timed and logged as a delegate event (execution_trace.h), with the device time on a device engine, and the repeat
+// shortcut is never taken, so that each step is timed on its own; for a repeat the steps find nothing to change, so
+// it does what the shortcut would. Both instantiations are inlined where they are called: execute() keeps its
+// instructions, and the traced frame stays out of its way.
+template <bool kTraced>
+ETRT_ALWAYS_INLINE inline Error Delegate::execute_framed(Span<EValue*> args, [[maybe_unused]] EventTracer* tracer) {
   const NvtxRange range("etrt execute");
   const std::lock_guard<DelegateLock> lock(lock_);  // 1. lock
   ThreadState& thread = thread_state();  // one thread-local lookup for the request, the error flag and the report
   thread.has_error = false;              // etrt::clear_last_error()
   DeviceCall device(device_, name_, why_);
   Outcome outcome;
+  [[maybe_unused]] int32_t from_profile = -1;
+  if constexpr (kTraced) {
+    from_profile = active_profile_;
+    trace_.begin(tracer);
+    repeat_.valid = false;
+  }
   Error status = device.begin();  // 2. wait for the previous in-flight work
   // shared_scratch: the pool's lock (after the delegate's: scratch_pool.h, "Locks"), then its last user's work.
   ScratchPool* const pool = status == Error::Ok ? scratch_pool_.pool() : nullptr;
@@ -83,14 +95,34 @@ Error Delegate::execute(Span<EValue*> args, EventTracer* tracer) {
     pool->lock();
     status = take_scratch(*pool, device);
   }
-  if (status == Error::Ok) status = run_steps(thread, device, args, &outcome);
+  if (status == Error::Ok) {
+    if constexpr (kTraced) {
+      if (device_.device) trace_.start_device(device.stream());
+    }
+    status = run_steps(thread, device, args, &outcome);
+    if constexpr (kTraced) {
+      if (device_.device) trace_.stop_device(device.stream(), outcome.profile);
+    }
+  }
   // Before the lock is released: the next execution must find this one's in-flight event recorded.
   status = device.end(status);
   if (pool != nullptr) {
     device.pass_scratch_turn(&pool->turn());
     pool->unlock();
   }
-  return finish(thread, outcome, device.copied(), status);
+  status = finish(thread, outcome, device.copied(), status);
+  if constexpr (kTraced) trace_.end(trace_outcome(outcome, from_profile, status));
+  return status;
+}
+
+Error Delegate::execute(Span<EValue*> args, EventTracer* tracer) {
+  if (tracer != nullptr) return execute_traced(args, tracer);  // ExecuTorch's profiling (ETDump): the only check
+  return execute_framed<false>(args, nullptr);
+}
+
+// execute() with an event tracer attached: the same frame and steps, traced (execute_framed<true>).
+ETRT_COLD ETRT_NOINLINE Error Delegate::execute_traced(Span<EValue*> args, EventTracer* tracer) {
+  return execute_framed<true>(args, tracer);
 }
 
 // Under the pool's lock, before anything of this execution reaches the device: orders the stream after the pool's
@@ -116,40 +148,6 @@ ETRT_COLD ETRT_NOINLINE Error Delegate::rebind_scratch(ScratchPool& pool) {
   drop_all_graphs(&device_);
   scratch_generation_ = pool.generation();
   return Error::Ok;
-}
-
-// execute() with an event tracer attached: the same steps, each timed and logged as a delegate event
-// (execution_trace.h), and the device time on a device engine. It never takes the repeat shortcut, so that each step
-// is timed on its own; for a repeat the steps find nothing to change, so it does what the shortcut would.
-ETRT_COLD ETRT_NOINLINE Error Delegate::execute_traced(Span<EValue*> args, EventTracer* tracer) {
-  const NvtxRange range("etrt execute");
-  const std::lock_guard<DelegateLock> lock(lock_);
-  ThreadState& thread = thread_state();
-  thread.has_error = false;
-  DeviceCall device(device_, name_, why_);
-  Outcome outcome;
-  const int32_t from_profile = active_profile_;
-  trace_.begin(tracer);
-  repeat_.valid = false;
-  Error status = device.begin();
-  ScratchPool* const pool = status == Error::Ok ? scratch_pool_.pool() : nullptr;  // as in execute()
-  if (pool != nullptr) {
-    pool->lock();
-    status = take_scratch(*pool, device);
-  }
-  if (status == Error::Ok) {
-    if (device_.device) trace_.start_device(device.stream());
-    status = run_steps(thread, device, args, &outcome);
-    if (device_.device) trace_.stop_device(device.stream(), outcome.profile);
-  }
-  status = device.end(status);
-  if (pool != nullptr) {
-    device.pass_scratch_turn(&pool->turn());
-    pool->unlock();
-  }
-  status = finish(thread, outcome, device.copied(), status);
-  trace_.end(trace_outcome(outcome, from_profile, status));
-  return status;
 }
 
 // Steps 3-8, after the wait for in-flight work; `device` carries the stream. The steps below are inlined into it

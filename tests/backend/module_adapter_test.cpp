@@ -11,7 +11,6 @@
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
 #include <executorch/runtime/backend/interface.h>
-#include <executorch/runtime/backend/options.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -47,16 +46,15 @@ constexpr int32_t kPrefill = 1;
 // TensorRT's rule for IO tensor addresses.
 constexpr uintptr_t kAlignment = 256;
 
-std::unique_ptr<Module> load(const std::string& name, const et::LoadBackendOptionsMap* options = nullptr) {
-  auto module = std::make_unique<Module>(fixture(name));
-  EXPECT_EQ(options ? module->load(*options) : module->load(), et::Error::Ok);
-  EXPECT_EQ(module->load_forward(), et::Error::Ok) << etrt::last_error_message();
+std::unique_ptr<Module> load(const std::string& name, const etrt::testing::LoadOptions& options = {}) {
+  et::Error status = et::Error::Ok;
+  auto module = etrt::testing::load_module(fixture(name), options, &status);
+  EXPECT_EQ(status, et::Error::Ok) << etrt::last_error_message();
   return module;
 }
 
 std::unique_ptr<Module> load_context_per_profile(const std::string& name) {
-  const ContextPerProfileOptions strategy;
-  return load(name, &strategy.map);
+  return load(name, context_per_profile_options());
 }
 
 // ---- (a) call order ----

@@ -6,7 +6,6 @@
 
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
-#include <executorch/runtime/backend/options.h>
 
 #include <array>
 #include <cstdlib>
@@ -19,6 +18,7 @@
 #include "etrt/report.h"
 #include "etrt_gpufree/faults.h"
 #include "etrt_gpufree/trace.h"
+#include "module_loading.h"
 #include "module_test_util.h"
 
 namespace {
@@ -28,7 +28,10 @@ namespace gpufree = etrt::gpufree;
 using etrt::module_test::events_of;
 using etrt::module_test::fixture;
 using etrt::module_test::FreeDeleter;
+using etrt::module_test::has;
 using etrt::module_test::trace_text;
+using etrt::testing::load_module;
+using etrt::testing::LoadOptions;
 using ::executorch::aten::ScalarType;
 using ::executorch::extension::from_blob;
 using ::executorch::extension::Module;
@@ -37,20 +40,15 @@ constexpr int32_t kRows = 8;  // the cache's capacity
 constexpr int32_t kWidth = 2;
 constexpr size_t kCacheFloats = kRows * kWidth;
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 // The load error of fixture `name` (empty if it loaded), with the options in `options`.
 struct Loaded {
   std::unique_ptr<Module> module;
   et::Error error = et::Error::Ok;
   std::string message;
 };
-Loaded load(const std::string& name, const et::LoadBackendOptionsMap* options = nullptr) {
+Loaded load(const std::string& name, const LoadOptions& options = {}) {
   Loaded l;
-  l.module = std::make_unique<Module>(fixture(name));
-  etrt::clear_last_error();
-  const et::Error status = options ? l.module->load(*options) : l.module->load();
-  l.error = status != et::Error::Ok ? status : l.module->load_forward();
+  l.module = load_module(fixture(name), options, &l.error);
   l.message = etrt::last_error_message();
   return l;
 }
@@ -170,8 +168,7 @@ TEST(ModuleBindings, InterleavedIoBindingsAreSplitByIsInput) {
 }
 
 TEST(ModuleKvCache, ContextPerProfileStrategyUpdatesInPlaceToo) {
-  const etrt::module_test::ContextPerProfileOptions strategy;
-  Loaded l = load("kv_owned", &strategy.map);
+  Loaded l = load("kv_owned", {{etrt::kOptionProfileStrategy, etrt::kStrategyContextPerProfile}});
   ASSERT_EQ(l.error, et::Error::Ok) << l.message;
   CallerCache cache;
   std::vector<float> rows = {7.0f, 8.0f};
@@ -251,18 +248,14 @@ std::vector<uint64_t> budgets(const std::string& label) {
   return out;
 }
 
-struct BudgetOption {
-  et::BackendOptions<1> options;
-  et::LoadBackendOptionsMap map;
-  template <typename T>
-  explicit BudgetOption(T value) {
-    EXPECT_EQ(options.set_option(etrt::kOptionWeightStreamingBudget, value), et::Error::Ok);
-    EXPECT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
-  }
-};
+// The load option weight_streaming_budget = `value` (an int or a string).
+template <typename T>
+LoadOptions budget(T value) {
+  return {{etrt::kOptionWeightStreamingBudget, value}};
+}
 
 // Loads `name` and returns the budgets its engine ("ws") was given during the load.
-std::vector<uint64_t> load_budgets(const std::string& name, const et::LoadBackendOptionsMap* options = nullptr,
+std::vector<uint64_t> load_budgets(const std::string& name, const LoadOptions& options = {},
                                    const std::string& label = "ws") {
   gpufree::clear_trace(label);
   Loaded l = load(name, options);
@@ -281,12 +274,9 @@ TEST(ModuleWeightStreaming, CompileSpecSetsTheBudgetClampedToTheStreamableSize) 
 }
 
 TEST(ModuleWeightStreaming, LoadOptionOverridesTheCompileSpec) {
-  const BudgetOption text("7");
-  EXPECT_EQ(load_budgets("ws_spec", &text.map), (std::vector<uint64_t>{7}));
-  const BudgetOption number(9);
-  EXPECT_EQ(load_budgets("ws_spec", &number.map), (std::vector<uint64_t>{9}));
-  const BudgetOption empty("");
-  EXPECT_EQ(load_budgets("ws_spec", &empty.map), (std::vector<uint64_t>{40})) << "an empty option is ignored";
+  EXPECT_EQ(load_budgets("ws_spec", budget("7")), (std::vector<uint64_t>{7}));
+  EXPECT_EQ(load_budgets("ws_spec", budget(9)), (std::vector<uint64_t>{9}));
+  EXPECT_EQ(load_budgets("ws_spec", budget("")), (std::vector<uint64_t>{40})) << "an empty option is ignored";
 }
 
 TEST(ModuleWeightStreaming, MalformedValuesAreRefusedNamingThem) {
@@ -296,14 +286,12 @@ TEST(ModuleWeightStreaming, MalformedValuesAreRefusedNamingThem) {
   expect_refused("ws_spec_negative", et::Error::InvalidProgram, "compile spec '-1' is not a byte count");
   expect_refused("ws_spec_twice", et::Error::InvalidProgram,
                  "carries the 'weight_streaming_budget' compile spec twice");
-  const BudgetOption bad("12 MB");
-  Loaded l = load("ws_auto", &bad.map);
+  Loaded l = load("ws_auto", budget("12 MB"));
   EXPECT_EQ(l.error, et::Error::InvalidArgument) << l.message;
   EXPECT_TRUE(has(l.message, "load option 'weight_streaming_budget' must be a non-negative int or a string of "
                              "decimal digits (bytes), got '12 MB'"))
       << l.message;
-  const BudgetOption negative(-5);
-  l = load("ws_auto", &negative.map);
+  l = load("ws_auto", budget(-5));
   EXPECT_EQ(l.error, et::Error::InvalidArgument) << l.message;
   EXPECT_TRUE(has(l.message, "got -5")) << l.message;
 }
@@ -409,11 +397,7 @@ namespace {
 // ---- CUDA graphs on a host engine ----
 
 TEST(ModuleCudaGraphs, OptionIsAcceptedAndAHostEngineRunsAsBefore) {
-  et::BackendOptions<1> options;
-  ASSERT_EQ(options.set_option(etrt::kOptionCudaGraphs, true), et::Error::Ok);
-  et::LoadBackendOptionsMap map;
-  ASSERT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
-  Loaded l = load("kv_owned", &map);
+  Loaded l = load("kv_owned", {{etrt::kOptionCudaGraphs, true}});
   ASSERT_EQ(l.error, et::Error::Ok) << l.message;
   CallerCache cache;
   for (int64_t pos = 0; pos < 3; ++pos) {
@@ -426,19 +410,13 @@ TEST(ModuleCudaGraphs, OptionIsAcceptedAndAHostEngineRunsAsBefore) {
 
 // ---- what the engine's TensorRT runtime is given before deserializing ----
 
-et::LoadBackendOptionsMap* runtime_options(et::BackendOptions<2>* options, et::LoadBackendOptionsMap* map,
-                                           const char* plugin_libraries, bool host_code) {
-  EXPECT_EQ(options->set_option(etrt::kOptionPluginLibraries, plugin_libraries), et::Error::Ok);
-  EXPECT_EQ(options->set_option(etrt::kOptionEngineHostCode, host_code), et::Error::Ok);
-  EXPECT_EQ(map->set_options(etrt::kBackendId, options->view()), et::Error::Ok);
-  return map;
+LoadOptions runtime_options(const char* plugin_libraries, bool host_code) {
+  return {{etrt::kOptionPluginLibraries, plugin_libraries}, {etrt::kOptionEngineHostCode, host_code}};
 }
 
 TEST(ModuleRuntimeOptions, PluginLibrariesThatLoadAreLoadedAndTheProgramRuns) {
-  et::BackendOptions<2> options;
-  et::LoadBackendOptionsMap map;
   // Any shared library that loads stands for a plugin library here (its plugins would register as it loads).
-  Loaded l = load("kv_owned", runtime_options(&options, &map, "libm.so.6::libdl.so.2", true));
+  Loaded l = load("kv_owned", runtime_options("libm.so.6::libdl.so.2", true));
   ASSERT_EQ(l.error, et::Error::Ok) << l.message;
   CallerCache cache;
   std::vector<float> rows = {1.0f, 2.0f};
@@ -448,9 +426,7 @@ TEST(ModuleRuntimeOptions, PluginLibrariesThatLoadAreLoadedAndTheProgramRuns) {
 }
 
 TEST(ModuleRuntimeOptions, APluginLibraryThatDoesNotLoadRefusesTheProgramNamingIt) {
-  et::BackendOptions<2> options;
-  et::LoadBackendOptionsMap map;
-  Loaded l = load("kv_owned", runtime_options(&options, &map, "libm.so.6:/nonexistent/libetrt_no_plugin.so", false));
+  Loaded l = load("kv_owned", runtime_options("libm.so.6:/nonexistent/libetrt_no_plugin.so", false));
   EXPECT_EQ(l.error, et::Error::InvalidProgram) << "as for any program refused at load";
   EXPECT_TRUE(has(l.message, "the plugin library '/nonexistent/libetrt_no_plugin.so' (load option plugin_libraries) "
                              "did not load"))
@@ -460,29 +436,17 @@ TEST(ModuleRuntimeOptions, APluginLibraryThatDoesNotLoadRefusesTheProgramNamingI
 
 TEST(ModuleRuntimeOptions, OptionsOfTheWrongTypeAreRefused) {
   {
-    et::BackendOptions<1> options;
-    ASSERT_EQ(options.set_option(etrt::kOptionEngineHostCode, "yes"), et::Error::Ok);
-    et::LoadBackendOptionsMap map;
-    ASSERT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
-    Loaded l = load("kv_owned", &map);
+    Loaded l = load("kv_owned", {{etrt::kOptionEngineHostCode, "yes"}});
     EXPECT_EQ(l.error, et::Error::InvalidArgument);
     EXPECT_TRUE(has(l.message, "load option 'engine_host_code' must be a bool, got a string")) << l.message;
   }
-  et::BackendOptions<1> options;
-  ASSERT_EQ(options.set_option(etrt::kOptionPluginLibraries, true), et::Error::Ok);
-  et::LoadBackendOptionsMap map;
-  ASSERT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
-  Loaded l = load("kv_owned", &map);
+  Loaded l = load("kv_owned", {{etrt::kOptionPluginLibraries, true}});
   EXPECT_EQ(l.error, et::Error::InvalidArgument);
   EXPECT_TRUE(has(l.message, "load option 'plugin_libraries' must be a string, got a bool")) << l.message;
 }
 
 TEST(ModuleCudaGraphs, OptionOfTheWrongTypeIsRefused) {
-  et::BackendOptions<1> options;
-  ASSERT_EQ(options.set_option(etrt::kOptionCudaGraphs, "yes"), et::Error::Ok);
-  et::LoadBackendOptionsMap map;
-  ASSERT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
-  Loaded l = load("kv_owned", &map);
+  Loaded l = load("kv_owned", {{etrt::kOptionCudaGraphs, "yes"}});
   EXPECT_EQ(l.error, et::Error::InvalidArgument);
   EXPECT_TRUE(has(l.message, "load option 'cuda_graphs' must be a bool, got a string")) << l.message;
 }

@@ -484,12 +484,8 @@ TEST_P(ModuleEngineTest, ContextPerProfileRunsTransitionsWithoutSwitchCalls) {
 // ---- refusing what cannot run ----
 
 TEST_P(ModuleEngineTest, AnUnknownLoadOptionFailsTheLoadNamingIt) {
-  et::BackendOptions<2> options;
-  ASSERT_EQ(options.set_option("auto_selct", true), et::Error::Ok);
-  et::LoadBackendOptionsMap map;
-  ASSERT_EQ(map.set_options(kBackendId, options.view()), et::Error::Ok);
   Module module(fixture("llm"));
-  ASSERT_EQ(module.load(map), et::Error::Ok);
+  ASSERT_EQ(etrt::testing::load_with_options(module, {{"auto_selct", true}}, /*method=*/nullptr), et::Error::Ok);
   EXPECT_NE(module.load_forward(), et::Error::Ok);
   EXPECT_THAT(last_error_message(), HasSubstr("auto_selct"));
 }

@@ -47,14 +47,8 @@ constexpr int32_t kPrefill = 1;
 
 // Loads the program and its forward method, with the context_per_profile strategy if asked.
 et::Error load_forward(Module& module, bool context_per_profile) {
-  et::Error loaded = et::Error::Ok;
-  if (context_per_profile) {
-    const ContextPerProfileOptions strategy;
-    loaded = module.load(strategy.map);  // deep-copies the map
-  } else {
-    loaded = module.load();
-  }
-  return loaded != et::Error::Ok ? loaded : module.load_forward();
+  return etrt::testing::load_with_options(
+      module, context_per_profile ? context_per_profile_options() : etrt::testing::LoadOptions{});
 }
 
 // Whatever a delegate made of `label`'s engine is gone: every context created was destroyed, and every engine

@@ -63,9 +63,8 @@ class ProfilingTest : public ::testing::TestWithParam<Strategy> {
     auto tracer = std::make_unique<RecordingTracer>();
     tracer_ = tracer.get();
     module_ = std::make_unique<Module>(module_test::fixture(name), Module::LoadMode::File, std::move(tracer));
-    const SuiteLoadOptions options(GetParam());
-    ASSERT_EQ(module_->load(options.map), et::Error::Ok);
-    ASSERT_EQ(module_->load_forward(), et::Error::Ok) << last_error_message();
+    ASSERT_EQ(etrt::testing::load_with_options(*module_, suite_load_options(GetParam())), et::Error::Ok)
+        << last_error_message();
     tracer_->runs.clear();
   }
   Outcome run(size_t tokens) { return run_ids(*module_, token_ids(tokens)); }
@@ -149,12 +148,8 @@ TEST(ProfilingSharedScratch, TracedExecutionsTakeThePoolAndMoveWhenItGrows) {
   auto tracer = std::make_unique<RecordingTracer>();
   RecordingTracer* const seen = tracer.get();
   Module module(module_test::fixture("scratch_methods"), Module::LoadMode::File, std::move(tracer));
-  et::BackendOptions<1> options;
-  ASSERT_EQ(options.set_option(kOptionSharedScratch, true), et::Error::Ok);
-  et::LoadBackendOptionsMap map;
-  ASSERT_EQ(map.set_options(kBackendId, options.view()), et::Error::Ok);
-  ASSERT_EQ(module.load(map), et::Error::Ok);
-  ASSERT_EQ(module.load_method("forward"), et::Error::Ok) << last_error_message();
+  ASSERT_EQ(etrt::testing::load_with_options(module, {{kOptionSharedScratch, true}}), et::Error::Ok)
+      << last_error_message();
   std::vector<float> x = {0.5f, -1.0f, 2.0f, 3.25f};
   const auto forward = [&] {
     auto result = module.forward(from_blob(x.data(), {1, 4}, ScalarType::Float));

@@ -33,7 +33,9 @@ namespace et = ::executorch::runtime;
 namespace gpufree = etrt::gpufree;
 namespace fx = etrt::fixtures;
 using etrt::module_test::count;
+using etrt::module_test::counter;
 using etrt::module_test::fixture;
+using etrt::module_test::has;
 using etrt::module_test::trace_text;
 using ::executorch::aten::ScalarType;
 using ::executorch::extension::from_blob;
@@ -43,39 +45,14 @@ constexpr size_t kChain = std::size(fx::kScratchChainNeeds);
 const int64_t kChainSum = std::accumulate(std::begin(fx::kScratchChainNeeds), std::end(fx::kScratchChainNeeds), 0ll);
 const int64_t kChainLargest = *std::max_element(std::begin(fx::kScratchChainNeeds), std::end(fx::kScratchChainNeeds));
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-int64_t scratch_bytes() {
-  et::BackendOption option;
-  std::snprintf(option.key, sizeof(option.key), "%s", etrt::kCounterScratchBytes);
-  option.value = 0;
-  et::Span<et::BackendOption> span(&option, 1);
-  EXPECT_EQ(et::get_option(etrt::kBackendId, span), et::Error::Ok);
-  return std::get<int>(option.value);
-}
-
-// Load options: shared_scratch on or off, and optionally a profile strategy. The map points into the object: keep it
-// alive across the load.
-struct Options {
-  et::BackendOptions<2> options;
-  et::LoadBackendOptionsMap map;
-  explicit Options(bool shared, const char* strategy = nullptr) {
-    EXPECT_EQ(options.set_option(etrt::kOptionSharedScratch, shared), et::Error::Ok);
-    if (strategy != nullptr) {
-      EXPECT_EQ(options.set_option(etrt::kOptionProfileStrategy, strategy), et::Error::Ok);
-    }
-    EXPECT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
-  }
-};
-
-// `name` loaded with the options (Module keeps a copy for methods loaded later), and `method` loaded.
+// `name` loaded with shared_scratch on or off and optionally a profile strategy (Module keeps the options for
+// methods loaded later), and `method` loaded.
 std::unique_ptr<Module> loaded(const std::string& name, bool shared, const char* strategy = nullptr,
                                const char* method = "forward") {
-  Options options(shared, strategy);
-  auto module = std::make_unique<Module>(fixture(name));
-  etrt::clear_last_error();
-  et::Error status = module->load(options.map);
-  if (status == et::Error::Ok) status = module->load_method(method);
+  etrt::testing::LoadOptions options = {{etrt::kOptionSharedScratch, shared}};
+  if (strategy != nullptr) options.emplace_back(etrt::kOptionProfileStrategy, strategy);
+  et::Error status = et::Error::Ok;
+  auto module = etrt::testing::load_module(fixture(name), options, &status, method);
   EXPECT_EQ(status, et::Error::Ok) << name << ": " << etrt::last_error_message();
   return module;
 }
@@ -113,27 +90,27 @@ void clear_chain_traces() {
 const std::vector<float> kX = {0.5f, -1.0f, 2.0f, 3.25f};
 
 TEST(SharedScratch, WithoutTheOptionEachDelegateHoldsItsOwnScratchTheSumOfTheNeeds) {
-  const int64_t before = scratch_bytes();
+  const int64_t before = counter(etrt::kCounterScratchBytes);
   {
     auto module = loaded("scratch_chain", /*shared=*/false);
-    EXPECT_EQ(scratch_bytes(), before + kChainSum);
+    EXPECT_EQ(counter(etrt::kCounterScratchBytes), before + kChainSum);
     EXPECT_EQ(run(*module, kX), fx::scratch_chain_expected(kX));
   }
-  EXPECT_EQ(scratch_bytes(), before);
+  EXPECT_EQ(counter(etrt::kCounterScratchBytes), before);
 }
 
 TEST(SharedScratch, WithTheOptionTheProgramHoldsTheLargestSingleNeedAndComputesTheSame) {
-  const int64_t before = scratch_bytes();
+  const int64_t before = counter(etrt::kCounterScratchBytes);
   auto own = loaded("scratch_chain", /*shared=*/false);
   const std::vector<float> want = run(*own, kX);
   own.reset();
   {
     auto shared = loaded("scratch_chain", /*shared=*/true);
-    EXPECT_EQ(scratch_bytes(), before + kChainLargest);
+    EXPECT_EQ(counter(etrt::kCounterScratchBytes), before + kChainLargest);
     for (int i = 0; i < 3; ++i) EXPECT_EQ(run(*shared, kX), want) << "call " << i;
     EXPECT_EQ(want, fx::scratch_chain_expected(kX));
   }
-  EXPECT_EQ(scratch_bytes(), before) << "the pool is freed with its last delegate";
+  EXPECT_EQ(counter(etrt::kCounterScratchBytes), before) << "the pool is freed with its last delegate";
 }
 
 TEST(SharedScratch, ContextsAreCreatedWithoutMemoryAndGivenThePoolsBeforeTheirFirstEnqueueOnly) {
@@ -161,12 +138,13 @@ TEST(SharedScratch, ContextsAreCreatedWithoutMemoryAndGivenThePoolsBeforeTheirFi
 
 // scratch_methods: "forward" (the chain) and "big" in one program, so one pool; "big" loaded later grows it.
 TEST(SharedScratch, ThePoolGrowsWhenADelegateWithALargerNeedJoinsAndTheOthersMoveToIt) {
-  const int64_t before = scratch_bytes();
+  const int64_t before = counter(etrt::kCounterScratchBytes);
   auto module = loaded("scratch_methods", /*shared=*/true);
-  EXPECT_EQ(scratch_bytes(), before + kChainLargest);
+  EXPECT_EQ(counter(etrt::kCounterScratchBytes), before + kChainLargest);
   EXPECT_EQ(run(*module, kX), fx::scratch_chain_expected(kX));
   load_method(*module, "big");
-  EXPECT_EQ(scratch_bytes(), before + fx::kScratchBigNeed) << "grown to the new largest need, not added";
+  EXPECT_EQ(counter(etrt::kCounterScratchBytes), before + fx::kScratchBigNeed)
+      << "grown to the new largest need, not added";
   clear_chain_traces();
   EXPECT_EQ(run(*module, kX), fx::scratch_chain_expected(kX));
   const auto given = etrt::module_test::events_of(chain_label(0), gpufree::TraceKind::kSetDeviceMemory, true);
@@ -176,31 +154,31 @@ TEST(SharedScratch, ThePoolGrowsWhenADelegateWithALargerNeedJoinsAndTheOthersMov
   EXPECT_EQ(run(*module, kX, "big"), big_expected(kX));
   EXPECT_EQ(run(*module, kX), fx::scratch_chain_expected(kX));
   module->unload_method("big");
-  EXPECT_EQ(scratch_bytes(), before + kChainLargest) << "shrunk back when the largest left";
+  EXPECT_EQ(counter(etrt::kCounterScratchBytes), before + kChainLargest) << "shrunk back when the largest left";
   clear_chain_traces();
   EXPECT_EQ(run(*module, kX), fx::scratch_chain_expected(kX));
   EXPECT_EQ(chain_count(gpufree::TraceKind::kSetDeviceMemory), static_cast<int64_t>(kChain));
   module.reset();
-  EXPECT_EQ(scratch_bytes(), before);
+  EXPECT_EQ(counter(etrt::kCounterScratchBytes), before);
 }
 
 TEST(SharedScratch, ADelegateWithASmallerNeedJoinsWithoutMovingAnyone) {
-  const int64_t before = scratch_bytes();
+  const int64_t before = counter(etrt::kCounterScratchBytes);
   auto module = loaded("scratch_methods", /*shared=*/true, nullptr, "big");
   EXPECT_EQ(run(*module, kX, "big"), big_expected(kX));
   gpufree::clear_trace("scratch_big_0");
   load_method(*module, "forward");
-  EXPECT_EQ(scratch_bytes(), before + fx::kScratchBigNeed);
+  EXPECT_EQ(counter(etrt::kCounterScratchBytes), before + fx::kScratchBigNeed);
   EXPECT_EQ(run(*module, kX), fx::scratch_chain_expected(kX));
   EXPECT_EQ(run(*module, kX, "big"), big_expected(kX));
   EXPECT_EQ(count("scratch_big_0", gpufree::TraceKind::kSetDeviceMemory), 0) << trace_text("scratch_big_0");
 }
 
 TEST(SharedScratch, ADelegateLoadedWithoutTheOptionKeepsItsOwnScratch) {
-  const int64_t before = scratch_bytes();
+  const int64_t before = counter(etrt::kCounterScratchBytes);
   auto chain = loaded("scratch_chain", /*shared=*/true);
   auto big = loaded("scratch_big", /*shared=*/false);
-  EXPECT_EQ(scratch_bytes(), before + kChainLargest + fx::kScratchBigNeed);
+  EXPECT_EQ(counter(etrt::kCounterScratchBytes), before + kChainLargest + fx::kScratchBigNeed);
   EXPECT_EQ(run(*big, kX), big_expected(kX));
   EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
 }
@@ -208,27 +186,27 @@ TEST(SharedScratch, ADelegateLoadedWithoutTheOptionKeepsItsOwnScratch) {
 // A pool serves one program: two programs (two files, or two loads of one file: ExecuTorch gives each loaded
 // program a NamedDataMap of its own) each hold their own, and may run at once.
 TEST(SharedScratch, TwoProgramsHoldAPoolEach) {
-  const int64_t before = scratch_bytes();
+  const int64_t before = counter(etrt::kCounterScratchBytes);
   auto chain = loaded("scratch_chain", /*shared=*/true);
   auto big = loaded("scratch_big", /*shared=*/true);
-  EXPECT_EQ(scratch_bytes(), before + kChainLargest + fx::kScratchBigNeed);
+  EXPECT_EQ(counter(etrt::kCounterScratchBytes), before + kChainLargest + fx::kScratchBigNeed);
   auto again = loaded("scratch_chain", /*shared=*/true);
-  EXPECT_EQ(scratch_bytes(), before + 2 * kChainLargest + fx::kScratchBigNeed);
+  EXPECT_EQ(counter(etrt::kCounterScratchBytes), before + 2 * kChainLargest + fx::kScratchBigNeed);
   EXPECT_EQ(run(*big, kX), big_expected(kX));
   EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
   EXPECT_EQ(run(*again, kX), fx::scratch_chain_expected(kX));
 }
 
 TEST(SharedScratch, ContextPerProfileContextsDrawOnThePoolToo) {
-  const int64_t before = scratch_bytes();
+  const int64_t before = counter(etrt::kCounterScratchBytes);
   int64_t own = 0;
   {
     auto module = loaded("llm", /*shared=*/false, etrt::kStrategyContextPerProfile);
-    own = scratch_bytes() - before;
+    own = counter(etrt::kCounterScratchBytes) - before;
   }
   ASSERT_GT(own, 0);
   auto module = loaded("llm", /*shared=*/true, etrt::kStrategyContextPerProfile);
-  EXPECT_EQ(scratch_bytes(), before + own) << "one buffer for both contexts, as without the option";
+  EXPECT_EQ(counter(etrt::kCounterScratchBytes), before + own) << "one buffer for both contexts, as without the option";
   const auto prompt = etrt::module_test::token_ids(40), token = etrt::module_test::token_ids(1);
   for (int i = 0; i < 2; ++i) {
     etrt::module_test::expect_logits(etrt::module_test::run_ids(*module, prompt), prompt);
@@ -238,10 +216,10 @@ TEST(SharedScratch, ContextPerProfileContextsDrawOnThePoolToo) {
 
 // Two methods of one program, one pool, run from two threads at once: the pool's lock takes them in turn.
 TEST(SharedScratch, TwoMethodsOfOneProgramOnTwoThreadsShareThePoolAndComputeCorrectly) {
-  const int64_t before = scratch_bytes();
+  const int64_t before = counter(etrt::kCounterScratchBytes);
   auto module = loaded("scratch_methods", /*shared=*/true);
   load_method(*module, "big");
-  EXPECT_EQ(scratch_bytes(), before + fx::kScratchBigNeed) << "one pool for both methods";
+  EXPECT_EQ(counter(etrt::kCounterScratchBytes), before + fx::kScratchBigNeed) << "one pool for both methods";
   constexpr int kCalls = 200;
   auto worker = [&module](const char* method, float offset, int* wrong) {
     const bool chain = std::string(method) == "forward";
@@ -260,14 +238,8 @@ TEST(SharedScratch, TwoMethodsOfOneProgramOnTwoThreadsShareThePoolAndComputeCorr
 }
 
 TEST(SharedScratchRefusal, TheOptionMustBeABool) {
-  et::BackendOptions<1> options;
-  ASSERT_EQ(options.set_option(etrt::kOptionSharedScratch, 1), et::Error::Ok);
-  et::LoadBackendOptionsMap map;
-  ASSERT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
-  Module module(fixture("scratch_chain"));
-  etrt::clear_last_error();
-  et::Error status = module.load(map);
-  if (status == et::Error::Ok) status = module.load_forward();
+  et::Error status = et::Error::Ok;
+  etrt::testing::load_module(fixture("scratch_chain"), {{etrt::kOptionSharedScratch, 1}}, &status);
   EXPECT_EQ(status, et::Error::InvalidArgument);
   const std::string message = etrt::last_error_message();
   EXPECT_TRUE(has(message, "TensorRTBackend load option 'shared_scratch' must be a bool, got a int")) << message;

@@ -25,7 +25,9 @@ namespace {
 namespace et = ::executorch::runtime;
 namespace gpufree = etrt::gpufree;
 using etrt::module_test::count;
+using etrt::module_test::counter;
 using etrt::module_test::fixture;
+using etrt::module_test::has;
 using etrt::module_test::trace_text;
 using ::executorch::aten::ScalarType;
 using ::executorch::extension::from_blob;
@@ -34,17 +36,6 @@ using ::executorch::extension::Module;
 constexpr int32_t kRows = 8;  // state_kv's cache: [1, 8, 2]
 constexpr int32_t kWidth = 2;
 constexpr int64_t kCacheBytes = kRows * kWidth * sizeof(float);
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-int64_t state_bytes() {
-  et::BackendOption option;
-  std::snprintf(option.key, sizeof(option.key), "%s", etrt::kCounterStateBytes);
-  option.value = 0;
-  et::Span<et::BackendOption> span(&option, 1);
-  EXPECT_EQ(et::get_option(etrt::kBackendId, span), et::Error::Ok);
-  return std::get<int>(option.value);
-}
 
 std::unique_ptr<Module> loaded(const std::string& name, const std::vector<std::string>& methods = {"forward"}) {
   auto module = std::make_unique<Module>(fixture(name));
@@ -94,12 +85,12 @@ TEST(DelegateState, TheStateIsBoundOnceAndTheSteadyDecodeStepRepeatsOnlyTheEnque
 }
 
 TEST(DelegateState, TheCountersReportTheStateBytesHeldWhileTheDelegateLives) {
-  const int64_t before = state_bytes();
+  const int64_t before = counter(etrt::kCounterStateBytes);
   {
     auto module = loaded("state_kv");
-    EXPECT_EQ(state_bytes(), before + kCacheBytes);
+    EXPECT_EQ(counter(etrt::kCounterStateBytes), before + kCacheBytes);
   }
-  EXPECT_EQ(state_bytes(), before);
+  EXPECT_EQ(counter(etrt::kCounterStateBytes), before);
 }
 
 TEST(DelegateState, AResetStartsANewSequenceFromTheInitialValue) {
@@ -113,24 +104,24 @@ TEST(DelegateState, AResetStartsANewSequenceFromTheInitialValue) {
 }
 
 TEST(DelegateState, PrefillAndDecodeMethodsOfOneProgramShareOneCacheByName) {
-  const int64_t before = state_bytes();
+  const int64_t before = counter(etrt::kCounterStateBytes);
   auto module = loaded("state_two_methods", {"prefill", "decode"});
-  EXPECT_EQ(state_bytes(), before + kCacheBytes) << "one cache for both methods";
+  EXPECT_EQ(counter(etrt::kCounterStateBytes), before + kCacheBytes) << "one cache for both methods";
   EXPECT_EQ(write(*module, "prefill", {1, 2, 3, 4}, 0), cache_with({{0, {1, 2, 3, 4}}}));
   EXPECT_EQ(write(*module, "decode", {5, 6}, 2), cache_with({{0, {1, 2, 3, 4, 5, 6}}}));
   EXPECT_EQ(write(*module, "prefill", {7, 8}, 3), cache_with({{0, {1, 2, 3, 4, 5, 6, 7, 8}}}));
   module->unload_method("prefill");
-  EXPECT_EQ(state_bytes(), before + kCacheBytes) << "decode still holds it";
+  EXPECT_EQ(counter(etrt::kCounterStateBytes), before + kCacheBytes) << "decode still holds it";
   EXPECT_EQ(write(*module, "decode", {0, 1}, 4), cache_with({{0, {1, 2, 3, 4, 5, 6, 7, 8, 0, 1}}}));
 }
 
 // Two loads of one file are two Programs, each with a NamedDataMap of its own (the packer writes an empty
 // named-data table, as ExecuTorch's exporter does): two sequences, two caches.
 TEST(DelegateState, TwoModulesOfOneFileKeepACacheEach) {
-  const int64_t before = state_bytes();
+  const int64_t before = counter(etrt::kCounterStateBytes);
   auto first = loaded("state_kv");
   auto second = loaded("state_kv");
-  EXPECT_EQ(state_bytes(), before + 2 * kCacheBytes);
+  EXPECT_EQ(counter(etrt::kCounterStateBytes), before + 2 * kCacheBytes);
   EXPECT_EQ(write(*first, "forward", {1, 2}, 0), cache_with({{0, {1, 2}}}));
   EXPECT_EQ(write(*second, "forward", {3, 4}, 1), cache_with({{1, {3, 4}}})) << "the first module's row is not here";
   EXPECT_EQ(write(*first, "forward", {5, 6}, 2), cache_with({{0, {1, 2}}, {2, {5, 6}}}));

@@ -7,7 +7,6 @@
 
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
-#include <executorch/runtime/backend/options.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -105,27 +104,20 @@ inline std::string fixture(Engine engine, const std::string& name) {
   return std::string(dir != nullptr ? dir : ".") + "/" + name + ".pte";
 }
 
-// Load options for Module::load(map) (Module copies them): the strategy, and auto_select_profiles where given.
-struct SuiteLoadOptions {
-  et::BackendOptions<2> options;
-  et::LoadBackendOptionsMap map;
-  explicit SuiteLoadOptions(Strategy strategy, std::optional<bool> auto_select = std::nullopt) {
-    EXPECT_EQ(options.set_option(kOptionProfileStrategy, strategy_value(strategy)), et::Error::Ok);
-    if (auto_select) {
-      EXPECT_EQ(options.set_option(kOptionAutoSelect, *auto_select), et::Error::Ok);
-    }
-    EXPECT_EQ(map.set_options(kBackendId, options.view()), et::Error::Ok);
-  }
-};
+// The suite's load options: the strategy, and auto_select_profiles where given.
+inline testing::LoadOptions suite_load_options(Strategy strategy, std::optional<bool> auto_select = std::nullopt) {
+  testing::LoadOptions options = {{kOptionProfileStrategy, strategy_value(strategy)}};
+  if (auto_select) options.emplace_back(kOptionAutoSelect, *auto_select);
+  return options;
+}
 
 // Loads the program at `path` under `strategy`, its method forward and the delegates in it, then clears the
 // engines' traces, so a test sees only its own executions.
 inline std::unique_ptr<Module> load_module(const std::string& path, Strategy strategy,
                                            std::optional<bool> auto_select = std::nullopt) {
-  const SuiteLoadOptions options(strategy, auto_select);
   auto module = std::make_unique<Module>(path);
-  EXPECT_EQ(module->load(options.map), et::Error::Ok);
-  EXPECT_EQ(module->load_forward(), et::Error::Ok) << last_error_message();
+  EXPECT_EQ(testing::load_with_options(*module, suite_load_options(strategy, auto_select)), et::Error::Ok)
+      << last_error_message();
   ref::clear_all_traces();
   return module;
 }

@@ -5,19 +5,23 @@
 
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
+#include <executorch/runtime/backend/interface.h>
 #include <executorch/runtime/backend/options.h>
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "etrt/options.h"
 #include "etrt/report.h"
 #include "etrt_gpufree/trace.h"
 #include "fixtures.h"
+#include "module_loading.h"
 
 namespace etrt::module_test {
 
@@ -26,16 +30,23 @@ namespace etrt::module_test {
 inline std::string fixture(const std::string& name) { return std::string(ETRT_FIXTURE_DIR) + "/" + name + ".pte"; }
 #endif
 
-// Load options that select the context_per_profile strategy, for Module::load(map); the map points into
-// `options`, so keep the object alive across the load.
-struct ContextPerProfileOptions {
-  ::executorch::runtime::BackendOptions<1> options;
-  ::executorch::runtime::LoadBackendOptionsMap map;
-  ContextPerProfileOptions() {
-    EXPECT_EQ(options.set_option(kOptionProfileStrategy, kStrategyContextPerProfile), ::executorch::runtime::Error::Ok);
-    EXPECT_EQ(map.set_options(kBackendId, options.view()), ::executorch::runtime::Error::Ok);
-  }
-};
+// True when `text` holds `part` (a message the tests look into).
+inline bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The process-wide counter `key` (etrt/options.h kCounter*), read with get_option as a runner reads it.
+inline int64_t counter(const char* key) {
+  ::executorch::runtime::BackendOption option;
+  std::snprintf(option.key, sizeof(option.key), "%s", key);
+  option.value = 0;
+  ::executorch::runtime::Span<::executorch::runtime::BackendOption> span(&option, 1);
+  EXPECT_EQ(::executorch::runtime::get_option(kBackendId, span), ::executorch::runtime::Error::Ok) << key;
+  return std::get<int>(option.value);
+}
+
+// The load options that select the context_per_profile strategy (module_loading.h loads with them).
+inline testing::LoadOptions context_per_profile_options() {
+  return {{kOptionProfileStrategy, kStrategyContextPerProfile}};
+}
 
 struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }

@@ -8,7 +8,6 @@
 
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
-#include <executorch/runtime/backend/options.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -25,6 +24,7 @@
 #include "etrt/stream_guard.h"
 #include "expect_near.h"
 #include "models.h"
+#include "module_loading.h"
 
 namespace etrt::contract {
 namespace {
@@ -49,18 +49,11 @@ class NvidiaModule : public ::testing::TestWithParam<const char*> {
  protected:
   // `name` loaded under this test's strategy, with the extra options given.
   std::unique_ptr<Module> load(const std::string& name, bool graphs = false, const char* policy = nullptr) {
-    et::BackendOptions<3> options;
-    EXPECT_EQ(options.set_option(kOptionProfileStrategy, GetParam()), et::Error::Ok);
-    EXPECT_EQ(options.set_option(kOptionCudaGraphs, graphs), et::Error::Ok);
-    if (policy != nullptr) {
-      EXPECT_EQ(options.set_option(kOptionAutoPolicy, policy), et::Error::Ok);
-    }
-    et::LoadBackendOptionsMap map;
-    EXPECT_EQ(map.set_options(kBackendId, options.view()), et::Error::Ok);
-    auto module = std::make_unique<Module>(program(name));
-    const et::Error loaded = module->load(map);
+    etrt::testing::LoadOptions options = {{kOptionProfileStrategy, GetParam()}, {kOptionCudaGraphs, graphs}};
+    if (policy != nullptr) options.emplace_back(kOptionAutoPolicy, policy);
+    et::Error loaded = et::Error::Ok;
+    auto module = etrt::testing::load_module(program(name), options, &loaded);
     EXPECT_EQ(loaded, et::Error::Ok) << program(name) << ": " << last_error_message();
-    EXPECT_EQ(module->load_forward(), et::Error::Ok) << last_error_message();
     return module;
   }
 
@@ -259,14 +252,11 @@ TEST_P(NvidiaModule, OnACallersStreamWithAndWithoutCudaGraphsTheResultsAreTheRef
 }
 
 TEST_P(NvidiaModule, AWeightStreamingBudgetIsIgnoredForAnEngineWithoutStreamableWeights) {
-  et::BackendOptions<2> options;
-  ASSERT_EQ(options.set_option(kOptionProfileStrategy, GetParam()), et::Error::Ok);
-  ASSERT_EQ(options.set_option(kOptionWeightStreamingBudget, 0), et::Error::Ok);
-  et::LoadBackendOptionsMap map;
-  ASSERT_EQ(map.set_options(kBackendId, options.view()), et::Error::Ok);
-  Module module(program("nv_llm"));
-  ASSERT_EQ(module.load(map), et::Error::Ok) << last_error_message();
-  expect_reference(run(module, tokens(64)), tokens(64));
+  et::Error loaded = et::Error::Ok;
+  auto module = etrt::testing::load_module(
+      program("nv_llm"), {{kOptionProfileStrategy, GetParam()}, {kOptionWeightStreamingBudget, 0}}, &loaded);
+  ASSERT_EQ(loaded, et::Error::Ok) << last_error_message();
+  expect_reference(run(*module, tokens(64)), tokens(64));
 }
 
 // Automatic selection: a prompt runs on the prefill profile, each one-token step on the decode profile.

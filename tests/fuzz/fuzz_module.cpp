@@ -14,7 +14,6 @@
 #include <executorch/extension/data_loader/buffer_data_loader.h>
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
-#include <executorch/runtime/backend/options.h>
 #include <executorch/runtime/platform/platform.h>
 
 #include <algorithm>
@@ -31,6 +30,7 @@
 #include "etrt/profile_guard.h"
 #include "etrt/report.h"
 #include "fuzz_check.h"
+#include "module_loading.h"
 
 namespace {
 
@@ -329,34 +329,33 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // Load options: mostly valid (both strategies, auto on or off, both policies, a weight-streaming budget as an
   // int or a string), now and then of the wrong type or value, which the load must refuse cleanly.
-  et::BackendOptions<5> options;
+  etrt::testing::LoadOptions options;
   const uint64_t strategy = choice & 7;
-  options.set_option(etrt::kOptionProfileStrategy, strategy < 4   ? etrt::kStrategySwitch
-                                                   : strategy < 7 ? etrt::kStrategyContextPerProfile
-                                                                  : "no_such_strategy");
-  if (choice & 8) options.set_option(etrt::kOptionAutoSelect, true);
-  if (choice & 16) options.set_option(etrt::kOptionAutoPolicy, etrt::kPolicyFirstFit);
+  options.emplace_back(etrt::kOptionProfileStrategy, strategy < 4   ? etrt::kStrategySwitch
+                                                     : strategy < 7 ? etrt::kStrategyContextPerProfile
+                                                                    : "no_such_strategy");
+  if (choice & 8) options.emplace_back(etrt::kOptionAutoSelect, true);
+  if (choice & 16) options.emplace_back(etrt::kOptionAutoPolicy, etrt::kPolicyFirstFit);
   switch ((choice >> 5) & 7) {
     case 1:
-      options.set_option(etrt::kOptionWeightStreamingBudget, static_cast<int>((choice >> 8) % 4096));
+      options.emplace_back(etrt::kOptionWeightStreamingBudget, static_cast<int>((choice >> 8) % 4096));
       break;
     case 2:
-      options.set_option(etrt::kOptionWeightStreamingBudget, "64");
+      options.emplace_back(etrt::kOptionWeightStreamingBudget, "64");
       break;
     case 3:
-      options.set_option(etrt::kOptionWeightStreamingBudget, "");
+      options.emplace_back(etrt::kOptionWeightStreamingBudget, "");
       break;
     case 4:
-      options.set_option(etrt::kOptionWeightStreamingBudget, "12abc");
+      options.emplace_back(etrt::kOptionWeightStreamingBudget, "12abc");
       break;
     case 5:  // an int where a bool belongs
-      options.set_option(etrt::kOptionAutoSelect, 1);
+      options.emplace_back(etrt::kOptionAutoSelect, 1);
       break;
     default:
       break;
   }
-  et::LoadBackendOptionsMap map;
-  map.set_options(etrt::kBackendId, options.view());
+  const etrt::testing::LoadOptionsMap map(options);
 
   // Engines inside the program's blobs get consistent checksums (fuzz_check.h), so mutated engine bytes reach
   // etrt's loader instead of stopping at the checksum.
@@ -364,7 +363,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   etrt::fuzz::fix_embedded_engine_headers(program);
   if (!executorch_can_take(program.data(), program.size())) return 0;
   Module module(std::make_unique<BufferDataLoader>(program.data(), program.size()));
-  if (module.load(map, et::Program::Verification::InternalConsistency) != et::Error::Ok) return 0;
+  if (module.load(map.map(), et::Program::Verification::InternalConsistency) != et::Error::Ok) return 0;
   // Not Module::method_names(), which aborts on a plan without a name (see above): the program's own, checked.
   const std::shared_ptr<et::Program> loaded = module.program();
   if (loaded == nullptr) return 0;

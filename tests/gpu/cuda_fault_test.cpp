@@ -8,7 +8,6 @@
 
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
-#include <executorch/runtime/backend/options.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -27,6 +26,7 @@
 #include "etrt_gpufree/faults.h"
 #include "etrt_gpufree/trace.h"
 #include "fixtures.h"
+#include "module_loading.h"
 #include "module_test_util.h"
 
 namespace {
@@ -48,14 +48,7 @@ std::string fixture(const std::string& name) {
 // The CUDA-mode llm program, loaded with CUDA graphs on or off; its IO is memory-planned host memory, so every
 // execution stages its input and output through device buffers.
 std::unique_ptr<Module> load_llm(bool graphs, et::Error* loaded) {
-  et::BackendOptions<1> options;
-  EXPECT_EQ(options.set_option(etrt::kOptionCudaGraphs, graphs), et::Error::Ok);
-  et::LoadBackendOptionsMap map;
-  EXPECT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
-  auto module = std::make_unique<Module>(fixture("llm"));
-  *loaded = module->load(map);
-  if (*loaded == et::Error::Ok) *loaded = module->load_forward();
-  return module;
+  return etrt::testing::load_module(fixture("llm"), {{etrt::kOptionCudaGraphs, graphs}}, loaded);
 }
 
 class CudaFault : public ::testing::Test {

@@ -36,6 +36,7 @@
 #include "etrt/options.h"
 #include "etrt/report.h"
 #include "etrt/stream_guard.h"
+#include "module_loading.h"
 
 namespace {
 
@@ -183,14 +184,11 @@ TEST_P(DevicePlaced, EveryStepMatchesTheEagerOutputsSavedAtExport) {
   }
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    et::BackendOptions<2> options;
-    ASSERT_EQ(options.set_option(etrt::kOptionProfileStrategy, GetParam().strategy), et::Error::Ok);
-    ASSERT_EQ(options.set_option(etrt::kOptionCudaGraphs, GetParam().graphs), et::Error::Ok);
-    et::LoadBackendOptionsMap map;
-    ASSERT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
-    auto module = std::make_unique<Module>(directory() + "/" + c.pte);
-    ASSERT_EQ(module->load(map), et::Error::Ok) << etrt::last_error_message();
-    ASSERT_EQ(module->load_forward(), et::Error::Ok) << etrt::last_error_message();
+    et::Error loaded = et::Error::Ok;
+    auto module = etrt::testing::load_module(
+        directory() + "/" + c.pte,
+        {{etrt::kOptionProfileStrategy, GetParam().strategy}, {etrt::kOptionCudaGraphs, GetParam().graphs}}, &loaded);
+    ASSERT_EQ(loaded, et::Error::Ok) << etrt::last_error_message();
 
     // Each step three times in a row: every case is idempotent under a repeated step (kv_around writes the same
     // rows again), and with graphs on the second run is captured and the third replays the graph.

@@ -7,7 +7,6 @@
 
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
-#include <executorch/runtime/backend/options.h>
 
 #include <gtest/gtest.h>
 
@@ -22,6 +21,7 @@
 #include "etrt/stream_guard.h"
 #include "etrt_gpufree/faults.h"
 #include "etrt_gpufree/trace.h"
+#include "module_loading.h"
 
 namespace {
 
@@ -51,13 +51,10 @@ class Decoder {
           cudaMemset(k_cache_, 0, kCache * kWidth * sizeof(float)) == cudaSuccess &&
           cudaMemset(v_cache_, 0, kCache * kWidth * sizeof(float)) == cudaSuccess &&
           cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) == cudaSuccess;
-    et::BackendOptions<2> options;
-    (void)options.set_option(etrt::kOptionProfileStrategy, strategy);
-    (void)options.set_option(etrt::kOptionCudaGraphs, graphs);
-    et::LoadBackendOptionsMap map;
-    (void)map.set_options(etrt::kBackendId, options.view());
-    module_ = std::make_unique<Module>(fixture(program));
-    ok_ = ok_ && module_->load(map) == et::Error::Ok && module_->load_forward() == et::Error::Ok &&
+    et::Error loaded = et::Error::Ok;
+    module_ = etrt::testing::load_module(
+        fixture(program), {{etrt::kOptionProfileStrategy, strategy}, {etrt::kOptionCudaGraphs, graphs}}, &loaded);
+    ok_ = ok_ && loaded == et::Error::Ok &&
           module_->set_output(from_blob(logits_, {1, kMaxTokens, kVocab}, ScalarType::Float)) == et::Error::Ok;
   }
   ~Decoder() {
@@ -189,13 +186,9 @@ TEST_P(GraphCuda, RefusedCaptureTurnsGraphsOffAndTheDelegateKeepsWorking) {
 // steady call.
 TEST(GraphCudaWeightStreaming, NoCaptureIsTriedForAStreamingEngine) {
   etrt::gpufree::clear_trace("ws_cuda");
-  et::BackendOptions<1> options;
-  (void)options.set_option(etrt::kOptionCudaGraphs, true);
-  et::LoadBackendOptionsMap map;
-  (void)map.set_options(etrt::kBackendId, options.view());
   Module module(fixture("ws_cuda"));
-  ASSERT_EQ(module.load(map), et::Error::Ok) << etrt::last_error_message();
-  ASSERT_EQ(module.load_forward(), et::Error::Ok) << etrt::last_error_message();
+  ASSERT_EQ(etrt::testing::load_with_options(module, {{etrt::kOptionCudaGraphs, true}}), et::Error::Ok)
+      << etrt::last_error_message();
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   std::vector<float> x = {1, 2, 3, 4};

@@ -35,6 +35,8 @@
 #include "etrt_gpufree/trace.h"
 #include "fixtures.h"
 #include "gpu_test_util.h"
+#include "module_loading.h"
+#include "module_test_util.h"
 
 namespace etrt::gpu_test {
 namespace {
@@ -45,6 +47,7 @@ namespace gpufree = etrt::gpufree;
 using ::executorch::aten::ScalarType;
 using ::executorch::extension::from_blob;
 using ::executorch::extension::Module;
+using module_test::counter;
 
 const int64_t kChainSum = std::accumulate(std::begin(fx::kScratchChainNeeds), std::end(fx::kScratchChainNeeds), 0ll);
 const int64_t kChainLargest = *std::max_element(std::begin(fx::kScratchChainNeeds), std::end(fx::kScratchChainNeeds));
@@ -54,25 +57,12 @@ std::string fixture(const std::string& name) {
   return std::string(dir != nullptr && *dir != '\0' ? dir : ETRT_GPU_FIXTURE_DIR) + "/" + name + ".pte";
 }
 
-int64_t scratch_bytes() {
-  et::BackendOption option;
-  std::snprintf(option.key, sizeof(option.key), "%s", etrt::kCounterScratchBytes);
-  option.value = 0;
-  et::Span<et::BackendOption> span(&option, 1);
-  EXPECT_EQ(et::get_option(etrt::kBackendId, span), et::Error::Ok);
-  return std::get<int>(option.value);
-}
-
 // Loads `module` with shared_scratch on or off (and cuda_graphs, when asked), and its `method`.
 std::unique_ptr<Module> load(std::unique_ptr<Module> module, const std::string& what, bool shared, bool graphs,
                              const char* method) {
-  et::BackendOptions<2> options;
-  EXPECT_EQ(options.set_option(etrt::kOptionSharedScratch, shared), et::Error::Ok);
-  EXPECT_EQ(options.set_option(etrt::kOptionCudaGraphs, graphs), et::Error::Ok);
-  et::LoadBackendOptionsMap map;
-  EXPECT_EQ(map.set_options(etrt::kBackendId, options.view()), et::Error::Ok);
-  et::Error status = module->load(map);  // Module keeps a copy of the map for methods loaded later
-  if (status == et::Error::Ok) status = module->load_method(method);
+  // Module keeps a copy of the options for methods loaded later.
+  const et::Error status = etrt::testing::load_with_options(
+      *module, {{etrt::kOptionSharedScratch, shared}, {etrt::kOptionCudaGraphs, graphs}}, method);
   EXPECT_EQ(status, et::Error::Ok) << what << ": " << etrt::last_error_message();
   return module;
 }
@@ -107,20 +97,20 @@ size_t free_device_memory() {
 const std::vector<float> kX = {0.5f, -1.0f, 2.0f, 3.25f};
 
 TEST(SharedScratchCuda, TheProgramHoldsTheLargestSingleNeedInsteadOfTheSumAndComputesTheSame) {
-  const int64_t before = scratch_bytes();
+  const int64_t before = counter(etrt::kCounterScratchBytes);
   std::vector<float> own_result;
   {
     auto own = loaded("scratch_chain", /*shared=*/false);
-    EXPECT_EQ(scratch_bytes(), before + kChainSum);
+    EXPECT_EQ(counter(etrt::kCounterScratchBytes), before + kChainSum);
     own_result = run(*own, kX);
   }
   {
     auto shared = loaded("scratch_chain", /*shared=*/true);
-    EXPECT_EQ(scratch_bytes(), before + kChainLargest);
+    EXPECT_EQ(counter(etrt::kCounterScratchBytes), before + kChainLargest);
     for (int i = 0; i < 3; ++i) EXPECT_EQ(run(*shared, kX), own_result) << "call " << i;
   }
   EXPECT_EQ(own_result, fx::scratch_chain_expected(kX));
-  EXPECT_EQ(scratch_bytes(), before);
+  EXPECT_EQ(counter(etrt::kCounterScratchBytes), before);
 }
 
 // scratch_n8: eight delegates of kScratchBenchNeed (64 MiB) each. The device says the same as the counter, within
@@ -145,13 +135,13 @@ TEST(SharedScratchCuda, TheDeviceSeesOneNeedWithTheOptionAndEightWithout) {
 }
 
 TEST(SharedScratchCuda, ThePoolGrowsWhenADelegateWithALargerNeedLoadsAndTheOthersMoveToIt) {
-  const int64_t before = scratch_bytes();
+  const int64_t before = counter(etrt::kCounterScratchBytes);
   // scratch_methods: "forward" runs scratch_chain's delegates, "big" scratch_big's, in one program.
   auto chain = loaded("scratch_methods", /*shared=*/true);
   EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
   {
     auto big = session_of(*chain, /*shared=*/true, false, "big");
-    EXPECT_EQ(scratch_bytes(), before + fx::kScratchBigNeed);
+    EXPECT_EQ(counter(etrt::kCounterScratchBytes), before + fx::kScratchBigNeed);
     gpufree::clear_trace("scratch_chain_0");
     EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
     int64_t given = 0;
@@ -167,7 +157,7 @@ TEST(SharedScratchCuda, ThePoolGrowsWhenADelegateWithALargerNeedLoadsAndTheOther
     const auto& y = result.get()[0].toTensor();
     EXPECT_EQ(std::vector<float>(y.const_data_ptr<float>(), y.const_data_ptr<float>() + y.numel()), want);
   }
-  EXPECT_EQ(scratch_bytes(), before + kChainLargest);
+  EXPECT_EQ(counter(etrt::kCounterScratchBytes), before + kChainLargest);
   EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
 }
 
@@ -262,18 +252,20 @@ TEST(SharedScratchCuda, AGraphCapturedAgainstTheOldBufferIsDroppedWhenThePoolGro
     return d;
   };
   auto plain = make(false, false);
-  const int64_t with_plain = scratch_bytes();
+  const int64_t with_plain = counter(etrt::kCounterScratchBytes);
   std::vector<std::vector<float>> want;
   for (int64_t at = 0; at < 8; ++at) want.push_back(plain->step((at * 3 + 1) % kVocab, at));
 
   int calls = 0;
   gpufree::set_enqueue_hook("bench_graph", [&calls] { ++calls; });
   auto graphed = make(true, true);
-  ASSERT_LT(scratch_bytes() - with_plain, fx::kScratchBenchNeed) << "scratch_n1 must need more than the decoder";
+  ASSERT_LT(counter(etrt::kCounterScratchBytes) - with_plain, fx::kScratchBenchNeed)
+      << "scratch_n1 must need more than the decoder";
   for (int64_t at = 0; at < 4; ++at) EXPECT_EQ(graphed->step((at * 3 + 1) % kVocab, at), want[at]) << "step " << at;
   EXPECT_EQ(calls, 2) << "plain, capture, then replays";
   auto big = session_of(*graphed->module, /*shared=*/true, false, "big");
-  EXPECT_EQ(scratch_bytes(), with_plain + fx::kScratchBenchNeed) << "the pool grew to the larger need";
+  EXPECT_EQ(counter(etrt::kCounterScratchBytes), with_plain + fx::kScratchBenchNeed)
+      << "the pool grew to the larger need";
   for (int64_t at = 4; at < 8; ++at) EXPECT_EQ(graphed->step((at * 3 + 1) % kVocab, at), want[at]) << "step " << at;
   EXPECT_EQ(calls, 4) << "the old graph was dropped: plain, capture anew, then replays";
   gpufree::set_enqueue_hook("bench_graph", {});

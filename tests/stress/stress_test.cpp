@@ -51,6 +51,7 @@
 #include "etrt/profile_guard.h"
 #include "etrt/report.h"
 #include "fixtures.h"
+#include "module_loading.h"
 
 namespace {
 
@@ -208,34 +209,22 @@ class Budget {
   std::atomic<bool> stop_{false};
 };
 
-// A Module on kProgram with profile_strategy = `strategy` (and shared_scratch when asked); the options outlive the
-// load, as Module keeps the map.
-struct LoadedModule {
-  et::BackendOptions<2> options;
-  et::LoadBackendOptionsMap map;
-  std::unique_ptr<Module> module;
-};
-
-// `shared`: a Program another Module loaded, which this Module then runs too (ExecuTorch's sessions over one
-// Program); `program` then only names it in messages. `method`: the method loaded.
-std::unique_ptr<LoadedModule> load_module(const char* strategy, const std::string& program, std::string* error,
-                                          bool shared_scratch = false,
-                                          std::shared_ptr<::executorch::runtime::Program> shared = nullptr,
-                                          const char* method = "forward") {
-  auto loaded = std::make_unique<LoadedModule>();
-  if (loaded->options.set_option(etrt::kOptionProfileStrategy, strategy) != et::Error::Ok ||
-      (shared_scratch && loaded->options.set_option(etrt::kOptionSharedScratch, true) != et::Error::Ok) ||
-      loaded->map.set_options(etrt::kBackendId, loaded->options.view()) != et::Error::Ok) {
-    *error = "cannot set the load options";
-    return nullptr;
-  }
-  loaded->module = shared != nullptr ? std::make_unique<Module>(std::move(shared))
-                                     : std::make_unique<Module>(fixture(program + ".pte"));
-  if (loaded->module->load(loaded->map) != et::Error::Ok || loaded->module->load_method(method) != et::Error::Ok) {
+// A Module on `program` with profile_strategy = `strategy` (and shared_scratch when asked), or null with the reason
+// in `error`. `shared`: a Program another Module loaded, which this Module then runs too (ExecuTorch's sessions over
+// one Program); `program` then only names it in messages. `method`: the method loaded.
+std::unique_ptr<Module> load_module(const char* strategy, const std::string& program, std::string* error,
+                                    bool shared_scratch = false,
+                                    std::shared_ptr<::executorch::runtime::Program> shared = nullptr,
+                                    const char* method = "forward") {
+  etrt::testing::LoadOptions options = {{etrt::kOptionProfileStrategy, strategy}};
+  if (shared_scratch) options.emplace_back(etrt::kOptionSharedScratch, true);
+  auto module = shared != nullptr ? std::make_unique<Module>(std::move(shared))
+                                  : std::make_unique<Module>(fixture(program + ".pte"));
+  if (etrt::testing::load_with_options(*module, options, method) != et::Error::Ok) {
     *error = "loading " + program + ".pte failed: " + etrt::last_error_message();
     return nullptr;
   }
-  return loaded;
+  return module;
 }
 
 // One forward() of `ids` on `module`; "" when the logits are right.
@@ -260,7 +249,7 @@ void background(int kind, const char* strategy, const Budget& budget, Failures& 
         failures.add("churn: " + error);
         return;
       }
-      const std::string bad = with_request(Pattern::kPin1, [&] { return forward(*loaded->module, token_ids(32, i)); });
+      const std::string bad = with_request(Pattern::kPin1, [&] { return forward(*loaded, token_ids(32, i)); });
       if (!bad.empty()) failures.add("churn: " + bad);
     } else if (kind == 1) {
       et::BackendOption counters[3];
@@ -303,7 +292,7 @@ TEST_P(Stress, SeparateModulesEachRunTheProfileTheirOwnGuardsAskFor) {
   constexpr int kPerPattern = 2;
   Budget budget;
   Failures failures;
-  std::vector<std::unique_ptr<LoadedModule>> modules;
+  std::vector<std::unique_ptr<Module>> modules;
   for (size_t i = 0; i < std::size(kPatterns) * kPerPattern; ++i) {
     std::string error;
     modules.push_back(load_module(strategy(), kProgram, &error));
@@ -315,7 +304,7 @@ TEST_P(Stress, SeparateModulesEachRunTheProfileTheirOwnGuardsAskFor) {
   for (size_t t = 0; t < modules.size(); ++t) {
     threads.emplace_back([&, t] {
       const Pattern pattern = kPatterns[t % std::size(kPatterns)];
-      Module& module = *modules[t]->module;
+      Module& module = *modules[t];
       int32_t active = 0;  // a new delegate starts on profile 0
       long i = 0;
       for (; budget.more(i); ++i) {
@@ -356,11 +345,11 @@ TEST_P(Stress, SessionsOfOneProgramSharingOneScratchPoolComputeCorrectlyWhileItG
   constexpr size_t kSessions = 4;
   Budget budget;
   Failures failures;
-  std::vector<std::unique_ptr<LoadedModule>> sessions;
+  std::vector<std::unique_ptr<Module>> sessions;
   for (size_t i = 0; i < kSessions; ++i) {
     std::string error;
     sessions.push_back(load_module(strategy(), "scratch_methods", &error, /*shared_scratch=*/true,
-                                   i == 0 ? nullptr : sessions[0]->module->program()));
+                                   i == 0 ? nullptr : sessions[0]->program()));
     ASSERT_NE(sessions.back(), nullptr) << error;
   }
   // One call of `method` on `module`: "" when y = what the method computes for x.
@@ -383,7 +372,7 @@ TEST_P(Stress, SessionsOfOneProgramSharingOneScratchPoolComputeCorrectlyWhileItG
   std::vector<std::thread> threads;
   for (size_t t = 0; t < sessions.size(); ++t) {
     threads.emplace_back([&, t] {
-      Module& module = *sessions[t]->module;
+      Module& module = *sessions[t];
       long i = 0;
       for (; budget.more(i); ++i) {
         const auto v = static_cast<float>(i % 97);
@@ -401,13 +390,13 @@ TEST_P(Stress, SessionsOfOneProgramSharingOneScratchPoolComputeCorrectlyWhileItG
     long i = 0;
     for (; budget.more(i); ++i) {
       std::string error;
-      auto big = load_module(strategy(), "scratch_methods", &error, /*shared_scratch=*/true,
-                             sessions[0]->module->program(), "big");
+      auto big =
+          load_module(strategy(), "scratch_methods", &error, /*shared_scratch=*/true, sessions[0]->program(), "big");
       if (big == nullptr) {
         failures.add("growing the pool: " + error);
         return;
       }
-      const std::string bad = call(*big->module, "big", {1.0f, 2.0f, 3.0f, 4.0f});
+      const std::string bad = call(*big, "big", {1.0f, 2.0f, 3.0f, 4.0f});
       if (!bad.empty()) {
         failures.add(bad);
         return;
@@ -446,7 +435,7 @@ TEST_P(Stress, OneModuleSharedUnderARunnerLockRunsEachCallersProfile) {
           etrt::ExecutionReport report;
           std::lock_guard<std::mutex> lock(runner);
           const int32_t want = expected_profile(pattern, tokens, active);
-          bad = forward(*shared->module, token_ids(tokens, i));
+          bad = forward(*shared, token_ids(tokens, i));
           if (bad.empty()) bad = check_report(report, want, want != active);
           active = want;
           return 0;

@@ -1,11 +1,12 @@
 // The TensorRT adapter: the engine seam (engine.h) over NvInfer, the one path
 // by which etrt drives engines. Built against NVIDIA's TensorRT or against the
 // project's GPU-free NvInfer implementation (nvinfer/), from this same source;
-// the only difference is ETRT_NVINFER_GPU_FREE's one question below (whether
-// an engine runs on the host). Each method is a thin translation: an IO index
-// becomes the tensor name NvInfer wants, a Shape becomes Dims, and a failed
-// call writes "<the NvInfer call>: <TensorRT's own reason>" into the caller's
-// Diagnostic (common/error.h).
+// the only differences are ETRT_NVINFER_GPU_FREE's two questions below:
+// whether an engine runs on the host, and whether deserializing needs the
+// engine's CUDA device current (deserializes_on_device()). Each method is a
+// thin translation: an IO index becomes the tensor name NvInfer wants, a Shape
+// becomes Dims, and a failed call writes "<the NvInfer call>: <TensorRT's own
+// reason>" into the caller's Diagnostic (common/error.h).
 // The policy (which profile, whether a shape fits) lives in the backend and
 // the profile core, where the CPU tests reach it; nothing here decides.
 //

@@ -1,33 +1,7 @@
-#!/usr/bin/env bash
-# Runs etrt_bench_profile with repetitions and prints, per case, the median
-# time of etrt's policy layer (one call and two calls), of the baseline
-# (upstream's per-execute selection path, bench/baseline_selection.h), the
-# ratios, and the allocations per iteration of each. Fails if etrt's path
-# allocates, or if the baseline does not make its one allocation per call (the
-# compiler elided it, and it would no longer model upstream).
-#
-#   bench/run_profile_bench.sh [path/to/etrt_bench_profile] [extra benchmark flags...]
-#
-# Build it in Release first, e.g.
-#   .venv/bin/cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release
-#   ninja -C build-release etrt_bench_profile
-set -euo pipefail
-
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BIN="${1:-$ROOT/build-release/bench/etrt_bench_profile}"
-shift || true
-if [[ ! -x "$BIN" ]]; then
-  echo "run_profile_bench.sh: no benchmark binary at $BIN; build etrt_bench_profile in Release first." >&2
-  exit 2
-fi
-
-OUT="$(mktemp -t etrt_bench_profile.XXXXXX.json)"
-trap 'rm -f "$OUT"' EXIT
-
-"$BIN" --benchmark_repetitions=10 --benchmark_report_aggregates_only=true \
-  --benchmark_out="$OUT" --benchmark_out_format=json "$@" >&2
-
-python3 - "$OUT" <<'PYEOF'
+# bench/run_bench.sh profile: the medians of etrt_bench_profile's JSON report (argv[1]) per case -- etrt's policy
+# layer (one call and two calls), the baseline (upstream's per-execute selection path, bench/baseline_selection.h),
+# the ratios and the allocations per iteration of each. Exits 1 if etrt's path allocates, or if the baseline does not
+# make its one allocation per call (the compiler elided it, and it would no longer model upstream).
 import json, sys
 
 with open(sys.argv[1]) as f:
@@ -70,4 +44,3 @@ if not base_ok:
     print("\nFAIL: the baseline did not allocate exactly once per call, as upstream's path does.", file=sys.stderr)
 if not (ok and base_ok):
     sys.exit(1)
-PYEOF

@@ -1,31 +1,5 @@
-#!/usr/bin/env bash
-# Runs etrt_bench_load with repetitions and prints, per row, the median load
-# time (wall and CPU) and the size of what was loaded, as the markdown table
-# docs/limits.md shows.
-#
-#   bench/load/run_load_bench.sh [path/to/etrt_bench_load] [extra benchmark flags...]
-#
-# Build it in Release first, e.g.
-#   .venv/bin/cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release
-#   .venv/bin/cmake --build build-release --target etrt_bench_load
-set -euo pipefail
-
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-BIN="${1:-$ROOT/build-release/bench/load/etrt_bench_load}"
-shift || true
-if [[ ! -x "$BIN" ]]; then
-  echo "run_load_bench.sh: no benchmark binary at $BIN; build etrt_bench_load in Release first." >&2
-  exit 2
-fi
-
-OUT="$(mktemp -t etrt_bench_load.XXXXXX.json)"
-trap 'rm -f "$OUT"' EXIT
-
-# The refused loads log their reason; only the table matters here.
-"$BIN" --benchmark_repetitions=10 --benchmark_report_aggregates_only=true \
-  --benchmark_out="$OUT" --benchmark_out_format=json "$@" >/dev/null 2>&1
-
-python3 - "$OUT" <<'PYEOF'
+# bench/run_bench.sh load: the medians of etrt_bench_load's JSON report (argv[1]) as the markdown table
+# docs/limits.md shows: load time (wall and CPU) and the size of what was loaded, per row.
 import json, sys
 
 with open(sys.argv[1]) as f:
@@ -47,4 +21,3 @@ print("| what is timed | program | bytes | median wall (ms) | median CPU (ms) |"
 print("|---|---|---:|---:|---:|")
 for what, program, size, real, cpu, error in rows:
     print(f"| {what} | {program} | {size / 1e6:.2f} MB | {real:.2f} | {cpu:.2f} |" + (f" {error}" if error else ""))
-PYEOF

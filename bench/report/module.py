@@ -1,27 +1,5 @@
-#!/usr/bin/env bash
-# Per-forward() host overhead through ExecuTorch's Module: etrt (reference
-# engine that only copies, tracing off) against a delegate that does nothing,
-# in one process. Prints medians of 10 repetitions and the ratios to the noop
-# delegate.
-#
-#   bench/run_module_bench.sh [path/to/etrt_bench_module] [extra benchmark flags...]
-#
-# Build it in Release first:
-#   .venv/bin/cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release
-#   ninja -C build-release etrt_bench_module
-set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BIN="${1:-$ROOT/build-release/bench/module/etrt_bench_module}"
-shift || true
-if [[ ! -x "$BIN" ]]; then
-  echo "run_module_bench.sh: no benchmark binary at $BIN; build etrt_bench_module in Release first." >&2
-  exit 2
-fi
-OUT="$(mktemp -t etrt_bench_module.XXXXXX.json)"
-trap 'rm -f "$OUT"' EXIT
-"$BIN" --benchmark_repetitions=10 --benchmark_report_aggregates_only=true \
-  --benchmark_out="$OUT" --benchmark_out_format=json "$@" >&2
-python3 - "$OUT" <<'PYEOF'
+# bench/run_bench.sh module: the medians of etrt_bench_module's JSON report (argv[1]), ns per Module::forward(), and
+# the ratios to the do-nothing delegate.
 import json, sys
 report = json.load(open(sys.argv[1]))
 med = {b["run_name"]: b for b in report["benchmarks"] if b.get("aggregate_name") == "median"}
@@ -65,4 +43,3 @@ if paired:
     print(f"  (etrt - engine alone) / noop                    = {paired['own_ratio_engine_alone']:.2f}x")
     print(f"  (etrt - (noop then engine - noop)) / noop       = {paired['own_ratio_engine_beside']:.2f}x")
     print(f"  (etrt pinned - engine alone) / noop             = {paired['own_ratio_pinned']:.2f}x")
-PYEOF
