@@ -27,6 +27,16 @@
  *    afterwards before the load options its runtime passes (which override
  *    them key by key). For runtimes that pass no load options, such as
  *    ExecuTorch's Python API.
+ *  - etrt_blob_describe() / etrt_engine_describe() (version 2): the runtime's
+ *    own reading of a TR01/TR02 blob and of a GPU-free engine, for tools
+ *    (etrt inspect, etrt validate), so they refuse what a load refuses, with
+ *    its message. etrt_build_has_cuda() and etrt_device_memory() say what
+ *    this build and machine can run.
+ *
+ * History: version 1, the guards, reports, counters, state, last error and
+ * default load options; version 2 adds the readers (etrt_text,
+ * etrt_*_describe, etrt_build_has_cuda, etrt_device_memory,
+ * ETRT_E_NOT_SUPPORTED) and changes nothing of version 1.
  */
 
 #include <stddef.h>
@@ -39,7 +49,7 @@ extern "C" {
 #define ETRT_C_API __attribute__((visibility("default")))
 
 /** The version of this header; etrt_abi_version() returns the library's. */
-#define ETRT_ABI_VERSION 1
+#define ETRT_ABI_VERSION 2
 
 /** Return codes. */
 #define ETRT_OK 0
@@ -53,6 +63,8 @@ extern "C" {
 #define ETRT_E_NO_MEMORY 4
 /** The operation failed; etrt_last_error_message() says why. */
 #define ETRT_E_FAILED 5
+/** This build cannot do what was asked (version 2); the call's text says why. */
+#define ETRT_E_NOT_SUPPORTED 6
 
 /** Profile request kinds (etrt::ProfileRequest::Kind). */
 #define ETRT_REQUEST_DEFAULT 0
@@ -181,8 +193,7 @@ ETRT_C_API void etrt_clear_last_error(void);
  */
 ETRT_C_API int etrt_set_default_load_option_bool(const char* key, int value, char* error, size_t error_size);
 ETRT_C_API int etrt_set_default_load_option_int(const char* key, int32_t value, char* error, size_t error_size);
-ETRT_C_API int etrt_set_default_load_option_string(const char* key, const char* value, char* error,
-                                                   size_t error_size);
+ETRT_C_API int etrt_set_default_load_option_string(const char* key, const char* value, char* error, size_t error_size);
 
 /** Removes the default for `key`, or every default when `key` is null. */
 ETRT_C_API void etrt_clear_default_load_options(const char* key);
@@ -201,6 +212,50 @@ ETRT_C_API size_t etrt_default_load_options(char* buffer, size_t size);
  * that the backend reads them.
  */
 ETRT_C_API uint64_t etrt_default_load_options_reads(void);
+
+/* ---- the runtime's readers, for tools (version 2) ---- */
+
+/** A text the library made for the caller: NUL-terminated, freed with etrt_text_free. */
+typedef struct etrt_text etrt_text;
+
+/** The text's bytes (NUL-terminated; the JSON texts below hold no NUL of their own). */
+ETRT_C_API const char* etrt_text_data(const etrt_text* text);
+/** The text's length, without the NUL. */
+ETRT_C_API size_t etrt_text_size(const etrt_text* text);
+/** Frees a text; null is ignored. */
+ETRT_C_API void etrt_text_free(etrt_text* text);
+
+/**
+ * Reads a TR01/TR02 blob (`size` bytes at `data`) as a delegate load does (src/blob parse_blob: the header, the
+ * metadata's limits and rules) and never reads outside it. ETRT_OK: *out is a JSON object with "magic",
+ * "metadata_offset", "metadata_size", "engine_offset", "engine_size", "blob_size" and "metadata" (the parsed
+ * metadata as the writer embeds it: docs/blob-format.md). ETRT_E_FAILED: *out is the reader's refusal
+ * ("TensorRT blob: ..."). ETRT_E_INVALID_ARGUMENT (*out null) for a null `out`, or null `data` with a non-zero size;
+ * ETRT_E_NO_MEMORY (*out null) when memory ran out. The text is at most a few times the metadata's size (16 MiB at
+ * most); the caller frees it.
+ */
+ETRT_C_API int etrt_blob_describe(const void* data, size_t size, etrt_text** out);
+
+/**
+ * Reads an engine of the GPU-free NvInfer (magic "ETRF") as deserializeCudaEngine does (its decoder, limits and
+ * validation, shape inference and scratch plan included), without creating a context, so an engine that needs CUDA
+ * is described on a build without it. ETRT_OK: *out is a JSON object ("label", "version", "size", "tracing",
+ * "cuda_mode", "streamable_weights", "switch_cost_ns", "requested_device_memory", "device_memory_size", "io",
+ * "constants", "intermediates", "profiles", "ops", and "output_shapes": each output's shape at each profile's min
+ * and max input shapes). ETRT_E_FAILED: *out is the deserializer's refusal. ETRT_E_NOT_SUPPORTED: *out says why
+ * this build reads no such engines (one built against NVIDIA's TensorRT). Arguments and memory as
+ * etrt_blob_describe. The text is linear in the engine's size.
+ */
+ETRT_C_API int etrt_engine_describe(const void* data, size_t size, etrt_text** out);
+
+/** 1 when this libetrt was built with CUDA (device engines run only on such a build), else 0. */
+ETRT_C_API int etrt_build_has_cuda(void);
+
+/**
+ * The total memory of CUDA device `device` into *bytes. ETRT_E_NOT_SUPPORTED on a build without CUDA or a machine
+ * without that device; ETRT_E_INVALID_ARGUMENT for a null `bytes`.
+ */
+ETRT_C_API int etrt_device_memory(int32_t device, uint64_t* bytes);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -128,6 +128,12 @@ extern "C" void* etrt_gpufree_createInferRuntime(void* logger, int32_t version) 
 // ops run on the calling thread) rather than as CUDA kernels. An extension:
 // TensorRT has no such engine.
 extern "C" bool etrt_gpufree_engineRunsOnHost(nvinfer1::ICudaEngine const* engine) noexcept;
+// What deserializeCudaEngine reads from `data` (the same decoder and checks), for tools: calls sink once with a JSON
+// description and returns true, or calls it with the reason the bytes are refused and returns false. An extension:
+// TensorRT has no such call; etrt's C ABI (etrt_engine_describe) reaches it.
+extern "C" bool etrt_gpufree_describeEngine(const void* data, size_t size,
+                                            void (*sink)(void* context, const char* text, size_t length),
+                                            void* context) noexcept;
 
 namespace nvinfer1 {
 namespace {

@@ -11,13 +11,15 @@ import ctypes
 from typing import Optional
 
 #: The C ABI version this module speaks (ETRT_ABI_VERSION).
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 OK = 0
 E_INVALID_ARGUMENT = 1
 E_OUT_OF_ORDER = 2
 E_BAD_HANDLE = 3
 E_NO_MEMORY = 4
+E_FAILED = 5
+E_NOT_SUPPORTED = 6
 
 REQUEST_DEFAULT, REQUEST_PINNED, REQUEST_AUTO = 0, 1, 2
 POLICY_STICKY_FIRST_FIT, POLICY_FIRST_FIT = 0, 1
@@ -75,6 +77,14 @@ _SIGNATURES = {
     "etrt_clear_default_load_options": (None, [ctypes.c_char_p]),
     "etrt_default_load_options": (ctypes.c_size_t, [ctypes.c_char_p, ctypes.c_size_t]),
     "etrt_default_load_options_reads": (ctypes.c_uint64, []),
+    # Version 2: the runtime's readers (etrt._reader).
+    "etrt_text_data": (ctypes.c_void_p, [ctypes.c_void_p]),
+    "etrt_text_size": (ctypes.c_size_t, [ctypes.c_void_p]),
+    "etrt_text_free": (None, [ctypes.c_void_p]),
+    "etrt_blob_describe": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]),
+    "etrt_engine_describe": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]),
+    "etrt_build_has_cuda": (ctypes.c_int, []),
+    "etrt_device_memory": (ctypes.c_int, [ctypes.c_int32, ctypes.POINTER(ctypes.c_uint64)]),
 }
 
 
@@ -114,6 +124,19 @@ class CApi:
 
     def last_error(self) -> str:
         return (self.last_error_message() or b"").decode("utf-8", errors="replace")
+
+    def read(self, which: str, data: bytes):
+        """``(code, text)`` of ``etrt_<which>_describe`` on ``data``: the JSON description (OK), the refusal
+        (E_FAILED, E_NOT_SUPPORTED), or None as text (E_INVALID_ARGUMENT, E_NO_MEMORY)."""
+        handle = ctypes.c_void_p()
+        code = getattr(self, f"{which}_describe")(data, len(data), ctypes.byref(handle))
+        if not handle.value:
+            return code, None
+        try:
+            text = ctypes.string_at(self.text_data(handle), self.text_size(handle))
+        finally:
+            self.text_free(handle)
+        return code, text.decode("utf-8", errors="replace")
 
     def defaults_text(self) -> str:
         size = self.default_load_options(None, 0)

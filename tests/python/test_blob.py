@@ -296,7 +296,7 @@ def test_refuses_overlapping_regions():
         (b'{"io_bindings":[],"device_id":1.0}', "'device_id' must be an integer, got a number"),
         (b'{"io_bindings":[],"hardware_compatible":null}', "'hardware_compatible' must be a boolean, got null"),
         (b'{"io_bindings":[],"serialized_metadata":1}', "'serialized_metadata' must be a string, got an integer"),
-        (b'{"io_bindings":[{"name":"\\ud800"}]}', "is not valid JSON: lone surrogate \\ud800"),
+        (b'{"io_bindings":[{"name":"\\ud800"}]}', "surrogate U+D800..U+DBFF must be followed by U+DC00..U+DFFF"),
         (b'{"io_bindings":[{"name":"x"},{"name":"x","is_input":false}]}', "are both named 'x'"),
         (
             b'{"io_bindings":[],"profile_signature":{"num_profiles":0,"inputs":[]}}',
@@ -398,27 +398,11 @@ def test_too_many_bindings_are_refused_from_the_text_before_parsing():
         _raw(b'{"io_bindings":[],"aliased_io":[' + body + b"]}"))
 
 
-@pytest.mark.parametrize("text, over", [
-    ('{"io_bindings":[1,2,3]}', True),
-    ('{"io_bindings":[1,2]}', False),
-    ('{"io_bindings":[[1,2,3],{"a":[1,2,3]}]}', False),
-    ('{"x":{"io_bindings":[1,2,3]}}', False),
-    ('{"x":"io_bindings","y":[1,2,3]}', False),
-    ('{"io_bindings":["a,b,c,d"]}', False),
-    ('{"io\\u005fbindings":[1,2,3]}', False),
-    ('{"io_bindings":[1,2,3],"io_bindings":[]}', True),
-    (' { "io_bindings" : [ 1 , 2 , 3 ] } ', True),
-])
-def test_the_text_scan_counts_only_top_level_arrays_of_its_keys(text, over, monkeypatch):
-    monkeypatch.setitem(blob._ARRAY_LIMITS, "io_bindings", 2)
-    assert (blob._scan_structure(text, 64)[1] == "io_bindings") == over
-
-
 def test_metadata_above_16_mib_is_refused_before_parsing():
     prefix = b'{"io_bindings":[],"serialized_metadata":"'
     at_limit = prefix + b"a" * (blob.MAX_METADATA_SIZE - len(prefix) - 2) + b'"}'
     assert len(at_limit) == 16 * 2**20
-    blob.metadata_from_json(at_limit)
+    blob.parse_blob(_raw(at_limit))
     over = prefix + b"a" * (blob.MAX_METADATA_SIZE - len(prefix) - 1) + b'"}'
     assert ("metadata (16777217 bytes at offset 32) is larger than the limit of 16777216 bytes"
             in _error(_raw(over)))
@@ -436,7 +420,7 @@ def test_the_signature_is_held_to_the_profile_limits():
 
 def test_the_writer_refuses_what_the_reader_would():
     m = Metadata(io_bindings=[IoBinding(f"b{k}") for k in range(blob.MAX_IO_BINDINGS + 1)])
-    with pytest.raises(BlobError, match="metadata field 'io_bindings' has 16385 entries, above the limit of 16384"):
+    with pytest.raises(BlobError, match="metadata field 'io_bindings' has more than 16384 entries"):
         write_blob(m, b"e")
     with pytest.raises(BlobError, match="io_bindings\\[0\\].name is 4097 bytes long, above the limit of 4096"):
         write_blob(Metadata(io_bindings=[IoBinding("n" * 4097)]), b"e")

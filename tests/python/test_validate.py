@@ -828,3 +828,54 @@ def test_a_signature_above_the_profile_limit_is_refused_by_the_exporter():
     with pytest.raises(SignatureError, match="num_profiles is 257, above the limit of 256"):
         Signature.from_bounds({"x": [([1], [1], [1])] * 257})
     assert Signature.from_bounds({"x": [([1], [1], [1])] * 256}).num_profiles == 256
+
+
+def _one_io_program(**engine_options) -> bytes:
+    io_in, io_out = [("x", "float32", [4])], [("y", "float32", [4])]
+    eng = B.ref_engine("dev", io_in, io_out, [[([4], [4], [4])]], **engine_options)
+    return B.single_delegate_program(B.trt_blob(io_in, io_out, None, eng), [("x", "float32", [4], False)],
+                                     [("y", "float32", [4], False)])
+
+
+def test_a_cuda_mode_engine_warns_on_a_build_without_cuda(monkeypatch):
+    from etrt import _reader
+
+    monkeypatch.setattr(_reader, "build_has_cuda", lambda: False)
+    r = validate_program(_one_io_program(cuda_mode=True))
+    assert "needs-cuda-build" in B.codes(r)["warning"]
+    f = next(f for f in r.findings if f.code == "needs-cuda-build")
+    assert "CUDA-mode engine" in f.message and "-DETRT_WITH_CUDA=ON" in f.message
+    assert "needs-cuda-build" not in B.codes(validate_program(_one_io_program()))["warning"]
+
+
+def test_a_cuda_mode_engine_does_not_warn_on_a_cuda_build_and_checks_its_scratch_against_the_device(monkeypatch):
+    from etrt import _reader
+
+    monkeypatch.setattr(_reader, "build_has_cuda", lambda: True)
+    monkeypatch.setattr(_reader, "device_memory", lambda device: 1024)
+    r = validate_program(_one_io_program(cuda_mode=True))
+    assert "needs-cuda-build" not in B.codes(r)["warning"]
+    assert "scratch-exceeds-device" not in B.codes(r)["warning"]  # the engine needs no scratch
+    eng = read_reference_engine(B.ref_engine("dev", [("x", "float32", [4])], [("y", "float32", [4])],
+                                             [[([4], [4], [4])]], cuda_mode=True))
+    assert eng.cuda_mode and eng.device_memory_size == 0
+
+
+def test_an_engine_whose_scratch_exceeds_the_device_warns(monkeypatch):
+    from etrt import _reader
+
+    monkeypatch.setattr(_reader, "build_has_cuda", lambda: True)
+    monkeypatch.setattr(_reader, "device_memory", lambda device: 100)
+    io_in, io_out = [("x", "float32", [64])], [("y", "float32", [64])]
+    eng = B.ref_engine("dev", io_in, io_out, [[([64], [64], [64])]], cuda_mode=True)
+    # Ask for 4 KiB of scratch through the header's requested device memory (payload offset: label, flags, cost).
+    label_len = 4 + len("dev")
+    payload = bytearray(eng[24:])
+    struct.pack_into("<Q", payload, label_len + 1 + 8, 4096)
+    from etrt.reference_engine.format import checksum
+    eng = eng[:16] + struct.pack("<I", checksum(bytes(payload))) + eng[20:24] + bytes(payload)
+    pte = B.single_delegate_program(B.trt_blob(io_in, io_out, None, eng), [("x", "float32", [64], False)],
+                                    [("y", "float32", [64], False)])
+    r = validate_program(pte)
+    (f,) = [f for f in r.findings if f.code == "scratch-exceeds-device"]
+    assert f.severity == "warning" and "4096 bytes of scratch" in f.message and "100 bytes" in f.message

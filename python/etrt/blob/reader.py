@@ -1,55 +1,57 @@
-"""Reading a blob: the header's checks, then the metadata
-(:func:`parse_blob`)."""
+"""Reading a blob (:func:`parse_blob`): the runtime's reader
+(``src/blob``'s ``parse_blob``, through libetrt's C ABI: :mod:`etrt._reader`),
+so a tool refuses exactly what a delegate load refuses, with its message."""
 
 from __future__ import annotations
 
-import struct
-from typing import Tuple
+from typing import Any, Dict, Tuple
 
-from .format import ENGINE_ALIGNMENT, HEADER_FORMAT, HEADER_SIZE, MAGIC_TR01, MAGIC_TR02, Metadata, _fail
-from .json_text import metadata_from_json
-
-_RE_EXPORT = "; the .pte is truncated or corrupt, re-export the model"
+from .format import (ALIAS_KIND_KV_CACHE_UPDATE, AliasedIo, BlobError, DelegateState, IoBinding, Metadata, ProfileBounds, ProfileSignature,
+                     SignatureInput, SymbolicDim)
 
 
-def _quote_magic(magic: bytes) -> str:
-    out = "".join(chr(c) if 0x20 <= c < 0x7F and c not in (0x5C, 0x27) else f"\\x{c:02x}" for c in magic)
-    return f"'{out}'"
+def metadata_from_dict(data: Dict[str, Any]) -> Metadata:
+    """The :class:`Metadata` of a metadata dict: a description the runtime's reader made (``etrt_blob_describe``'s
+    "metadata", where every field is there and every rule already holds) or one written by hand, whose missing
+    optional fields take their defaults. Nothing is checked here: the reader owns the rules (:func:`parse_blob`,
+    :func:`etrt.blob.validate_metadata`)."""
+    sig = data.get("profile_signature")
+    signature = None
+    if sig is not None:
+        signature = ProfileSignature(
+            num_profiles=sig.get("num_profiles", 1),
+            inputs=[SignatureInput(i["name"], [ProfileBounds(p["min"], p["opt"], p["max"])
+                                               for p in i.get("profiles", [])]) for i in sig.get("inputs", [])],
+            symbolic_dims=[SymbolicDim(s["name"], s["input"], s["dim"], [tuple(r) for r in s.get("ranges", [])])
+                           for s in sig.get("symbolic_dims", [])])
+    return Metadata(
+        io_bindings=[IoBinding(b["name"], b.get("dtype", ""), b.get("shape", []), b.get("is_input", True))
+                     for b in data.get("io_bindings", [])],
+        aliased_io=[AliasedIo(a["output"], a["input"], a.get("kind") or ALIAS_KIND_KV_CACHE_UPDATE)
+                    for a in data.get("aliased_io", [])],
+        hardware_compatible=data.get("hardware_compatible", False),
+        device_id=data.get("device_id", 0),
+        serialized_metadata=data.get("serialized_metadata", ""),
+        target_platform=data.get("target_platform", ""),
+        profile_signature=signature,
+        delegate_state=[DelegateState(s["name"], s["input"], s["output"], s.get("initial_value", ""))
+                        for s in data.get("delegate_state", [])])
+
+
+def describe_blob(data: bytes) -> Dict[str, Any]:
+    """The runtime's reading of a blob: the header fields and "metadata" (a dict); raises :class:`BlobError` with
+    the runtime's message, or :class:`etrt._reader.ReaderUnavailable` without libetrt."""
+    from .. import _reader
+
+    try:
+        return _reader.describe_blob(data)
+    except _reader.Refused as e:
+        raise BlobError(str(e)) from None
 
 
 def parse_blob(data: bytes) -> Tuple[Metadata, bytes]:
-    """Reads a blob; returns (metadata, engine bytes) or raises BlobError."""
-    data = memoryview(data).cast("B")
-    size = len(data)
-    if size < HEADER_SIZE:
-        raise _fail(f"the delegate data is {size} bytes, shorter than the {HEADER_SIZE}-byte header{_RE_EXPORT}")
-    magic, mo, ms, eo, es, _ = struct.unpack(HEADER_FORMAT, data[:HEADER_SIZE])
-    if magic not in (MAGIC_TR01, MAGIC_TR02):
-        raise _fail(
-            f"magic is {_quote_magic(magic)}, expected 'TR01' or 'TR02'; this delegate data was not written by a "
-            "TensorRT exporter or is corrupt, re-export the model"
-        )
-    if mo < HEADER_SIZE:
-        raise _fail(f"metadata_offset {mo} points inside the {HEADER_SIZE}-byte header{_RE_EXPORT}")
-    if eo < HEADER_SIZE:
-        raise _fail(f"engine_offset {eo} points inside the {HEADER_SIZE}-byte header{_RE_EXPORT}")
-    if eo % ENGINE_ALIGNMENT:
-        raise _fail(
-            f"engine_offset {eo} is not a multiple of {ENGINE_ALIGNMENT} (TensorRT needs the engine 16-byte aligned)"
-            f"{_RE_EXPORT}"
-        )
-    if mo + ms > size:
-        raise _fail(
-            f"metadata at offset {mo} with size {ms} ends at byte {mo + ms}, past the end of the {size}-byte blob"
-            f"{_RE_EXPORT}"
-        )
-    if es == 0:
-        raise _fail(f"engine_size is 0, the blob carries no engine{_RE_EXPORT}")
-    if eo + es > size:
-        raise _fail(
-            f"engine at offset {eo} with size {es} runs past the end of the {size}-byte blob{_RE_EXPORT}"
-        )
-    if mo < eo + es and eo < mo + ms:
-        raise _fail(f"metadata [{mo}, {mo + ms}) overlaps engine [{eo}, {eo + es}){_RE_EXPORT}")
-    metadata = metadata_from_json(bytes(data[mo : mo + ms]), offset=mo)
-    return metadata, bytes(data[eo : eo + es])
+    """Reads a blob; returns (metadata, engine bytes) or raises :class:`BlobError`."""
+    data = bytes(data)
+    d = describe_blob(data)
+    eo, es = d["engine_offset"], d["engine_size"]
+    return metadata_from_dict(d["metadata"]), data[eo:eo + es]

@@ -1,7 +1,7 @@
 """Writing a blob: metadata to its canonical compact JSON
-(:func:`metadata_to_json`, checked by the reader's own decoder through
-:func:`validate_metadata`) and the header, padding and engine around it
-(:func:`write_blob`)."""
+(:func:`metadata_to_json`, checked by the runtime's reader through
+:func:`validate_metadata` where libetrt is loadable) and the header, padding
+and engine around it (:func:`write_blob`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import json
 import struct
 from typing import Any, Dict
 
-from .decoder import _Decoder
 from .format import (ENGINE_ALIGNMENT, HEADER_FORMAT, HEADER_SIZE, MAGIC_TR01, MAGIC_TR02, RESERVED, _U32_MAX,
                      BlobError, Metadata, ProfileSignature)
 
@@ -56,15 +55,43 @@ def _metadata_to_dict(metadata: Metadata) -> Dict[str, Any]:
     return data
 
 
+def _check_utf8(value: Any, path: str) -> None:
+    """A Python str can hold what UTF-8 cannot (a lone surrogate): the writer names the field, where the reader
+    would only see JSON it cannot decode."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise BlobError(f"TensorRT blob: {path} is not valid UTF-8; re-export the model") from None
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _check_utf8(v, f"{path}.{k}" if path else k)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_utf8(v, f"{path}[{i}]")
+
+
 def validate_metadata(metadata: Metadata) -> None:
-    """Raises BlobError for metadata the reader would refuse (the writer calls it)."""
-    # Round-tripping through the reader's own decoder checks every type and
-    # every rule with the reader's messages, so writer and reader cannot drift.
+    """Raises BlobError for metadata the reader would refuse (the writer calls it).
+
+    The runtime's reader owns the rules: where libetrt is loadable, the
+    metadata goes through it (in a blob around a one-byte engine) and its
+    refusal is raised with its message, so writer and reader cannot drift.
+    Without libetrt (a pure-Python install) only the types are checked here,
+    and the reader applies the rest when the blob is loaded or validated."""
     try:
         data = _metadata_to_dict(metadata)
-    except (AttributeError, TypeError) as e:
+        text = json.dumps(data, separators=(",", ":"), allow_nan=False).encode("ascii")
+    except (AttributeError, TypeError, ValueError) as e:
         raise BlobError(f"TensorRT blob: metadata is malformed ({e}); build it from etrt.blob's dataclasses") from e
-    _Decoder().metadata(data)
+    _check_utf8(data, "")
+    from .. import _reader
+
+    if not _reader.available():
+        return
+    from .reader import describe_blob
+
+    describe_blob(_frame(text, b"\x00"))
 
 
 def metadata_to_json(metadata: Metadata) -> bytes:
@@ -73,25 +100,21 @@ def metadata_to_json(metadata: Metadata) -> bytes:
     return json.dumps(_metadata_to_dict(metadata), separators=(",", ":")).encode("ascii")
 
 
-def write_blob(metadata: Metadata, engine_bytes: bytes) -> bytes:
-    """Builds a blob; raises BlobError when the result would not parse back."""
-    engine_bytes = bytes(engine_bytes)
-    if not engine_bytes:
-        raise BlobError("TensorRT blob: the engine is empty; pass the serialized TensorRT engine")
-    metadata_json = metadata_to_json(metadata)
+def _frame(metadata_json: bytes, engine_bytes: bytes, magic: bytes = MAGIC_TR01) -> bytes:
     engine_offset = (HEADER_SIZE + len(metadata_json) + ENGINE_ALIGNMENT - 1) // ENGINE_ALIGNMENT * ENGINE_ALIGNMENT
     if engine_offset > _U32_MAX:
         raise BlobError(
             f"TensorRT blob: metadata is {len(metadata_json)} bytes, too large for the header's 32-bit fields"
         )
-    header = struct.pack(
-        HEADER_FORMAT,
-        MAGIC_TR02 if metadata.aliased_io else MAGIC_TR01,
-        HEADER_SIZE,
-        len(metadata_json),
-        engine_offset,
-        len(engine_bytes),
-        RESERVED,
-    )
+    header = struct.pack(HEADER_FORMAT, magic, HEADER_SIZE, len(metadata_json), engine_offset, len(engine_bytes),
+                         RESERVED)
     padding = b"\x00" * (engine_offset - HEADER_SIZE - len(metadata_json))
     return header + metadata_json + padding + engine_bytes
+
+
+def write_blob(metadata: Metadata, engine_bytes: bytes) -> bytes:
+    """Builds a blob; raises BlobError when the result would not parse back."""
+    engine_bytes = bytes(engine_bytes)
+    if not engine_bytes:
+        raise BlobError("TensorRT blob: the engine is empty; pass the serialized TensorRT engine")
+    return _frame(metadata_to_json(metadata), engine_bytes, MAGIC_TR02 if metadata.aliased_io else MAGIC_TR01)

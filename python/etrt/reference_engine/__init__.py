@@ -35,27 +35,26 @@ indices; out = an IO output that shares the cache's memory, as TensorRT's
 keys, c = values, d = positions). Tensor ids index one space: IO tensors
 first (engine order), then constants, then intermediates.
 
-This reader refuses exactly what the C++ deserializer refuses (the decoder of
-``nvinfer/src/format.cpp``, then ``validate()`` of ``nvinfer/src/model.cpp``:
-structure, the limits, shape inference at every profile's min, opt and max
-shapes, and the scratch memory plan), with the same messages;
-``tests/vectors/engine/`` holds both to it. It never reads past the data, and
-checks every declared count against its limit and against the bytes present
-before it builds anything sized by it.
+The reader is the runtime's own: :func:`read_reference_engine` hands the
+bytes to libetrt's ``etrt_engine_describe``, which runs the GPU-free NvInfer's
+deserializer (``nvinfer/src/format.cpp``, ``validate()`` and the memory plan
+of ``nvinfer/src/model.cpp``: structure, the limits, shape inference at every
+profile's min, opt and max shapes, and the scratch), so it refuses exactly
+what a load refuses, with the same messages, and computes the output shapes
+validation compares with the program. What stays here is the format's
+vocabulary, which the engine writer (:mod:`etrt.engine_builder`) uses.
 
 Modules:
 
 * :mod:`etrt.reference_engine.format` -- constants, limits,
-  :class:`ReferenceEngineError`, :func:`checksum`, :func:`escape_name`;
+  :class:`ReferenceEngineError`, :func:`checksum` (the writer's),
+  :func:`escape_name`;
 * :mod:`etrt.reference_engine.engine` -- :class:`ReferenceEngine` and
-  :func:`read_reference_engine`;
-* :mod:`etrt.reference_engine.decoder` -- the payload, decoded;
-* :mod:`etrt.reference_engine.validation` -- what the runtime's ``validate()`` checks;
-* :mod:`etrt.reference_engine.shapes` -- shape inference and the memory plan;
-* :mod:`etrt.reference_engine.model` -- the model decoding fills and validation checks.
+  :func:`read_reference_engine`.
 """
 
-from .engine import ReferenceEngine, ReferenceOp, ReferenceTensor, read_reference_engine, try_read_reference_engine
+from .engine import (ReferenceEngine, ReferenceOp, ReferenceTensor, engine_from_description, read_reference_engine,
+                     try_read_reference_engine)
 from .format import (DTYPES, FORMAT_VERSION, HEADER_SIZE, LIMITS, MAGIC, OP_KINDS, OP_KV_CACHE_UPDATE,
                      ReferenceEngineError, checksum, escape_name, is_reference_engine)
 

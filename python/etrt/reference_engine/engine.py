@@ -1,20 +1,16 @@
 """The decoded engine (:class:`ReferenceEngine`, :class:`ReferenceTensor`,
-:class:`ReferenceOp`) and :func:`read_reference_engine`, which checks the
-header, decodes and validates the payload, and builds one."""
+:class:`ReferenceOp`) and :func:`read_reference_engine`, which asks the
+runtime's deserializer (the GPU-free NvInfer's ``deserialize_model`` and
+memory plan, through libetrt's ``etrt_engine_describe``) and builds one from
+its answer."""
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..signature import Bounds, InputSignature, Signature
-from .decoder import _Failed, _Reader, _decode_payload
-from .format import (DTYPES, FLAG_CUDA_MODE, FLAG_STREAMABLE_WEIGHTS, FLAG_TRACING, FORMAT_VERSION, HEADER_SIZE,
-                     OP_KINDS, OP_KV_CACHE_UPDATE, ReferenceEngineError, Shape, checksum, is_reference_engine)
-from .model import _Invalid, _Model, _Tensor
-from .shapes import _infer_shapes, _initial_shapes, _set_inputs
-from .validation import _validate
+from .format import OP_KINDS, OP_KV_CACHE_UPDATE, ReferenceEngineError, Shape, is_reference_engine
 
 
 @dataclass(frozen=True)
@@ -72,6 +68,8 @@ class ReferenceEngine:
     intermediate_dtypes: Tuple[str, ...] = ()
     #: getDeviceMemorySizeV2(): the scratch one context needs (max of the request and the intermediates' plan)
     device_memory_size: int = 0
+    #: per profile, {"min": {output: shape}, "max": {...}}: what output_shapes returns
+    produced: Tuple[Dict[str, Dict[str, Shape]], ...] = field(default=(), repr=False, compare=False)
     _index: Dict[str, object] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def _lookup(self, key: str):
@@ -135,104 +133,61 @@ class ReferenceEngine:
 
     def output_shapes(self, profile: int, which: str = "max") -> Dict[str, Shape]:
         """``{output name: shape}`` the engine produces with every input at
-        profile ``profile``'s ``which`` ("min", "opt" or "max") shape. Every
-        op's output dims are copies of input dims or constants', so at "max"
-        these are the largest each output gets under that profile."""
-        model = _model_of(self)
-        shapes = _initial_shapes(model)
-        _set_inputs(model, shapes, profile, ("min", "opt", "max").index(which))
-        error = _infer_shapes(model, shapes)
-        if error is not None:  # cannot happen for an engine this reader accepted
-            raise ReferenceEngineError(f"reference engine: profile {profile}: {error}")
-        return {t.name: shapes[k] for k, t in enumerate(self.io) if not t.is_input}
+        profile ``profile``'s ``which`` ("min" or "max") shape, as the runtime's
+        shape inference computed it when it read the engine. Every op's output
+        dims are copies of input dims or constants', so at "max" these are the
+        largest each output gets under that profile."""
+        return dict(self.produced[profile][which])
 
 
-def _model_of(engine: ReferenceEngine) -> _Model:
-    """The validation model of an accepted engine (for output_shapes)."""
-    cached = engine._index.get("model")
-    if cached is None:
-        m = _Model()
-        m.io = [_Tensor(t.name.encode(), t.is_input, int(t.is_shape_tensor) | int(t.on_host) << 1
-                        | int(t.data_dependent) << 2, DTYPES.index(t.dtype), t.shape) for t in engine.io]
-        m.constants = [(n.encode(), s, 0) for n, s in zip(engine.constant_names, engine.constant_shapes)]
-        m.intermediates = [(n.encode(), DTYPES.index(d)) for n, d in zip(engine.intermediate_names,
-                                                                           engine.intermediate_dtypes)]
-        m.profiles = [[(b.min, b.opt, b.max) for b in row] for row in engine.profiles]
-        m.ops = [(op.kind, op.a, op.b, op.c, op.d, op.out, op.factor) for op in engine.ops]
-        engine._index["model"] = cached = m
-    return cached
+def _shape(dims: Any) -> Shape:
+    return tuple(int(d) for d in dims)
 
 
-# --------------------------------------------------------------------------
-# Reading
+def engine_from_description(d: Dict[str, Any]) -> ReferenceEngine:
+    """The :class:`ReferenceEngine` of an ``etrt_engine_describe`` answer."""
+    io = tuple(ReferenceTensor(t["name"], t["is_input"], t["is_shape_tensor"], t["dtype"], _shape(t["shape"]),
+                               on_host=t["on_host"], data_dependent=t["data_dependent"]) for t in d["io"])
+    return ReferenceEngine(
+        version=d["version"],
+        size=d["size"],
+        label=d["label"],
+        tracing=d["tracing"],
+        switch_cost_ns=d["switch_cost_ns"],
+        requested_device_memory=d["requested_device_memory"],
+        io=io,
+        num_constants=len(d["constants"]),
+        num_intermediates=len(d["intermediates"]),
+        profiles=tuple(tuple(Bounds(_shape(b[0]), _shape(b[1]), _shape(b[2])) for b in row) for row in d["profiles"]),
+        cuda_mode=d["cuda_mode"],
+        streamable_weights=d["streamable_weights"],
+        ops=tuple(ReferenceOp(op[0], op[2], op[3], op[4], op[5], op[6], float(op[7])) for op in d["ops"]),
+        constant_names=tuple(c["name"] for c in d["constants"]),
+        intermediate_names=tuple(t["name"] for t in d["intermediates"]),
+        constant_shapes=tuple(_shape(c["shape"]) for c in d["constants"]),
+        intermediate_dtypes=tuple(t["dtype"] for t in d["intermediates"]),
+        device_memory_size=d["device_memory_size"],
+        produced=tuple({w: {n: _shape(v) for n, v in p[w].items()} for w in ("min", "max")}
+                       for p in d["output_shapes"]),
+    )
 
 
 def read_reference_engine(data: bytes) -> ReferenceEngine:
-    """Decodes and validates a reference engine exactly as the runtime's
-    deserializer does, raising :class:`ReferenceEngineError` with the
-    runtime's message for anything it refuses: a wrong magic or version, a
-    payload size or checksum that does not match, unknown flags, dtypes or op
-    kinds, counts above the limits or beyond the bytes present, trailing
-    bytes, names that are empty, repeated, too long, not UTF-8 or hold a NUL,
-    out-of-range tensor ids, a non-finite scale, shapes that do not flow
-    through the ops at some profile's min, opt or max, and scratch memory
-    above the limit."""
-    view = memoryview(bytes(data))
-    if not is_reference_engine(view):
-        raise ReferenceEngineError(
-            "reference engine: these bytes are not an engine of the GPU-free NvInfer implementation (they do not "
-            "start with its magic 'ETRF'); a TensorRT plan runs on NVIDIA's TensorRT: rebuild etrt with "
-            "-DTENSORRT_ROOT=<TensorRT installation> -DETRT_WITH_CUDA=ON")
-    if len(view) < HEADER_SIZE:
-        raise ReferenceEngineError(
-            f"reference engine: truncated: {len(view)} bytes, the header alone is {HEADER_SIZE}")
-    version, payload_size, expected, reserved = struct.unpack_from("<IQII", view, 4)
-    if version != FORMAT_VERSION:
-        raise ReferenceEngineError(
-            f"reference engine: format version {version} is not the version this etrt reads ({FORMAT_VERSION}); "
-            "rebuild the engine with this etrt's builder")
-    if payload_size != len(view) - HEADER_SIZE:
-        raise ReferenceEngineError(
-            f"reference engine: the header promises a {payload_size}-byte payload but {len(view) - HEADER_SIZE} "
-            "bytes follow it (truncated or padded blob)")
-    payload = view[HEADER_SIZE:]
-    actual = checksum(payload)
-    if actual != expected:
-        raise ReferenceEngineError(
-            f"reference engine: checksum mismatch (header {expected}, payload {actual}): the engine bytes are damaged")
-    if reserved != 0:
-        raise ReferenceEngineError("reference engine: reserved header bytes are not zero")
-    try:
-        m = _decode_payload(_Reader(payload))
-    except _Failed as e:
-        raise ReferenceEngineError(f"reference engine: {e}") from None
-    try:
-        device_memory_size = _validate(m)
-    except _Invalid as e:
-        raise ReferenceEngineError(f"reference engine: invalid engine: {e}") from None
+    """Reads a reference engine with the runtime's own deserializer (through
+    libetrt), raising :class:`ReferenceEngineError` with the runtime's message
+    for anything it refuses: a wrong magic or version, a payload size or
+    checksum that does not match, unknown flags, dtypes or op kinds, counts
+    above the limits or beyond the bytes present, trailing bytes, names that
+    are empty, repeated, too long, not UTF-8 or hold a NUL, out-of-range tensor
+    ids, a non-finite scale, shapes that do not flow through the ops at some
+    profile's min, opt or max, and scratch memory above the limit. Raises
+    :class:`etrt._reader.ReaderUnavailable` where no libetrt can be loaded."""
+    from .. import _reader
 
-    io = tuple(ReferenceTensor(t.name.decode(), t.is_input, bool(t.flags & 1), DTYPES[t.dtype], t.shape,
-                               on_host=bool(t.flags & 2), data_dependent=bool(t.flags & 4)) for t in m.io)
-    return ReferenceEngine(
-        version=version,
-        size=len(view),
-        label=m.label.decode(),
-        tracing=bool(m.flags & FLAG_TRACING),
-        switch_cost_ns=m.switch_cost_ns,
-        requested_device_memory=m.requested_device_memory,
-        io=io,
-        num_constants=len(m.constants),
-        num_intermediates=len(m.intermediates),
-        profiles=tuple(tuple(Bounds(*bounds) for bounds in row) for row in m.profiles),
-        cuda_mode=bool(m.flags & FLAG_CUDA_MODE),
-        streamable_weights=bool(m.flags & FLAG_STREAMABLE_WEIGHTS),
-        ops=tuple(ReferenceOp(*op) for op in m.ops),
-        constant_names=tuple(c[0].decode() for c in m.constants),
-        intermediate_names=tuple(t[0].decode() for t in m.intermediates),
-        constant_shapes=tuple(c[1] for c in m.constants),
-        intermediate_dtypes=tuple(DTYPES[t[1]] for t in m.intermediates),
-        device_memory_size=device_memory_size,
-    )
+    try:
+        return engine_from_description(_reader.describe_engine(bytes(data)))
+    except _reader.Refused as e:
+        raise ReferenceEngineError(str(e)) from None
 
 
 def try_read_reference_engine(data: bytes) -> Tuple[Optional[ReferenceEngine], Optional[str]]:

@@ -52,6 +52,7 @@ class _DelegateChecks:
                          "engine input in the signature", d)
         self.check_aliases(d)
         self.check_compile_specs(d)
+        self.check_machine(d)
         if d.reference_engine is not None:
             self.check_engine(d)
         elif sig is None:
@@ -64,6 +65,28 @@ class _DelegateChecks:
                      "(etrt.signature, or 'profiles' in the IO description of 'etrt pack')", d)
         if d.tensor_args is not None or d.calls:
             self.check_calls(d)
+
+    def check_machine(self, d: DelegateInfo) -> None:
+        """What the engine needs of the build and the machine that validates it: a CUDA build for a CUDA-mode
+        GPU-free engine, and a device with room for its scratch."""
+        from .. import _reader
+
+        eng, label = d.reference_engine, d.ref.label
+        if eng is not None and eng.cuda_mode and not _reader.build_has_cuda():
+            self.add(WARNING, "needs-cuda-build",
+                     f"{label}: its engine is a CUDA-mode engine of the GPU-free NvInfer (its tensors and weights "
+                     "live in device memory), and this etrt was built without CUDA, so loading it here "
+                     "fails; run it with an etrt built with -DETRT_WITH_CUDA=ON (pip: ETRT_CMAKE_ARGS="
+                     "\"-DETRT_WITH_CUDA=ON\") on a machine with a GPU", d)
+        if eng is None or not eng.cuda_mode or d.metadata is None:
+            return
+        device = d.metadata.device_id
+        total = _reader.device_memory(device)
+        if total is not None and eng.device_memory_size > total:
+            self.add(WARNING, "scratch-exceeds-device",
+                     f"{label}: its engine needs {eng.device_memory_size} bytes of scratch memory per execution "
+                     f"context, more than the {total} bytes CUDA device {device} has in all, so creating its "
+                     "context fails there; run it on a larger device, or rebuild the engine with smaller profiles", d)
 
     def check_aliases(self, d: DelegateInfo) -> None:
         """aliased_io as the runtime resolves it at load (see :func:`describe_aliases`)."""

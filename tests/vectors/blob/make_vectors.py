@@ -72,7 +72,7 @@ def no_padding_metadata():
     # engine starts right after the metadata with no padding at all.
     for k in range(16):
         m = metadata([binding("x", True), binding("y", False)], serialized_metadata="p" * k)
-        if (blob.HEADER_SIZE + len(blob.metadata_to_json(blob._Decoder().metadata(m)))) % 16 == 0:
+        if (blob.HEADER_SIZE + len(blob.metadata_to_json(blob.metadata_from_dict(m)))) % 16 == 0:
             return m
     raise AssertionError("unreachable: one of 16 consecutive lengths is aligned")
 
@@ -315,7 +315,7 @@ def invalid_cases():
 def write_all(out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, (meta_dict, engine_bytes) in CASES.items():
-        m = blob._Decoder().metadata(meta_dict)
+        m = blob.metadata_from_dict(meta_dict)
         data = blob.write_blob(m, engine_bytes)
         description = {"metadata": meta_dict, "engine_hex": engine_bytes.hex()}
         (out_dir / f"{name}.json").write_text(json.dumps(description, indent=1) + "\n")

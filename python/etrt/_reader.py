@@ -1,0 +1,110 @@
+"""The runtime's readers, through libetrt's C ABI (``etrt_blob_describe``,
+``etrt_engine_describe``; ``include/etrt/c_api.h``, version 2).
+
+``etrt inspect``, ``etrt validate`` and every other reader of a blob or a
+GPU-free engine in this package ask the runtime: the bytes go through
+``src/blob``'s ``parse_blob`` and the GPU-free NvInfer's deserializer, the
+code a delegate load runs, so a tool refuses exactly what a load refuses, with
+its message (docs/architecture.md, "One rulebook"). Loading libetrt imports
+neither torch nor ExecuTorch's Python package.
+
+The library is the one :func:`etrt.native.library_path` names
+(``$ETRT_LIBRARY``, else the packaged one), else, in a source checkout, the
+CMake build's ``build/src/backend/libetrt.so``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Any, Dict, Optional
+
+_LOCK = threading.Lock()
+_API: Any = None
+
+
+class ReaderUnavailable(RuntimeError):
+    """No libetrt to read with (a pure-Python install, ``ETRT_NATIVE=0``)."""
+
+
+def _checkout_library() -> Optional[str]:
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.path.join(root, "build", "src", "backend", "libetrt.so")
+    return path if os.path.isfile(path) else None
+
+
+def api():
+    """The loaded C ABI (:class:`etrt._capi.CApi`); raises :class:`ReaderUnavailable`."""
+    global _API
+    with _LOCK:
+        if _API is None:
+            from . import _capi, native
+
+            path = native.library_path() or _checkout_library()
+            if path is None:
+                raise ReaderUnavailable(
+                    "reading blobs and engines needs libetrt, the runtime's own reader, and none was found: install "
+                    "etrt with its native library (pip install ./python, without ETRT_NATIVE=0) or set "
+                    "ETRT_LIBRARY=/path/to/libetrt.so")
+            try:
+                _API = _capi.load(path)
+            except (OSError, _capi.AbiError) as e:
+                raise ReaderUnavailable(f"reading blobs and engines needs libetrt, and {path} cannot be used: {e}") \
+                    from None
+        return _API
+
+
+def available() -> bool:
+    """Whether a libetrt to read with can be loaded."""
+    try:
+        api()
+    except ReaderUnavailable:
+        return False
+    return True
+
+
+class Refused(Exception):
+    """The runtime's reader refused the bytes; ``str()`` is its message. ``not_supported``: this build reads no
+    such bytes (rather than finding them malformed)."""
+
+    def __init__(self, message: str, not_supported: bool = False) -> None:
+        super().__init__(message)
+        self.not_supported = not_supported
+
+
+def _read(which: str, data: bytes) -> Dict[str, Any]:
+    from . import _capi
+
+    code, text = api().read(which, bytes(data))
+    if code == _capi.OK and text is not None:
+        return json.loads(text)
+    if text is None:
+        raise MemoryError(f"libetrt could not describe a {len(data)}-byte {which} (code {code})")
+    raise Refused(text, not_supported=code == _capi.E_NOT_SUPPORTED)
+
+
+def describe_blob(data: bytes) -> Dict[str, Any]:
+    """``etrt_blob_describe``: the header fields and ``"metadata"`` as a dict; raises :class:`Refused`."""
+    return _read("blob", data)
+
+
+def describe_engine(data: bytes) -> Dict[str, Any]:
+    """``etrt_engine_describe``: a GPU-free engine as a dict; raises :class:`Refused`."""
+    return _read("engine", data)
+
+
+def build_has_cuda() -> bool:
+    return bool(api().build_has_cuda())
+
+
+def device_memory(device: int) -> Optional[int]:
+    """Total memory of CUDA device ``device``, or None (no CUDA build, no such device)."""
+    import ctypes
+
+    from . import _capi
+
+    value = ctypes.c_uint64()
+    if api().device_memory(int(device), ctypes.byref(value)) != _capi.OK:
+        return None
+    return int(value.value)

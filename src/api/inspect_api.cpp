@@ -1,0 +1,58 @@
+// The C ABI's readers (include/etrt/c_api.h, version 2): thin glue over backend/inspection.h.
+#include <new>
+#include <string>
+
+#include "backend/inspection.h"
+#include "etrt/c_api.h"
+
+struct etrt_text {
+  std::string text;
+};
+
+namespace {
+
+using ReadFn = etrt::Error (*)(const void*, size_t, std::string*);
+
+int read(ReadFn fn, const void* data, size_t size, etrt_text** out) noexcept {
+  if (out == nullptr) return ETRT_E_INVALID_ARGUMENT;
+  *out = nullptr;
+  if (data == nullptr && size > 0) return ETRT_E_INVALID_ARGUMENT;
+  auto* text = new (std::nothrow) etrt_text();
+  if (text == nullptr) return ETRT_E_NO_MEMORY;
+  const etrt::Error e = fn(data == nullptr ? "" : data, size, &text->text);
+  if (e == etrt::Error::MemoryAllocationFailed) {
+    delete text;
+    return ETRT_E_NO_MEMORY;
+  }
+  *out = text;
+  if (e == etrt::Error::Ok) return ETRT_OK;
+  return e == etrt::Error::NotSupported ? ETRT_E_NOT_SUPPORTED : ETRT_E_FAILED;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* etrt_text_data(const etrt_text* text) { return text != nullptr ? text->text.c_str() : ""; }
+
+size_t etrt_text_size(const etrt_text* text) { return text != nullptr ? text->text.size() : 0; }
+
+void etrt_text_free(etrt_text* text) { delete text; }
+
+int etrt_blob_describe(const void* data, size_t size, etrt_text** out) {
+  return read(etrt::backend::describe_blob, data, size, out);
+}
+
+int etrt_engine_describe(const void* data, size_t size, etrt_text** out) {
+  return read(etrt::backend::describe_engine, data, size, out);
+}
+
+int etrt_build_has_cuda(void) { return etrt::backend::built_with_cuda() ? 1 : 0; }
+
+int etrt_device_memory(int32_t device, uint64_t* bytes) {
+  if (bytes == nullptr) return ETRT_E_INVALID_ARGUMENT;
+  etrt::Diagnostic why;
+  return etrt::backend::device_memory(device, bytes, why) == etrt::Error::Ok ? ETRT_OK : ETRT_E_NOT_SUPPORTED;
+}
+
+}  // extern "C"

@@ -1,0 +1,30 @@
+#pragma once
+// What tools ask the runtime (the C ABI's etrt_blob_describe, etrt_engine_describe, etrt_device_memory): the
+// runtime's own reading of a blob and of an engine, so `etrt inspect` and `etrt validate` refuse exactly what a load
+// refuses, with its message. Not on any load or execute path; each call allocates what its answer needs.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/error.h"
+
+namespace etrt::backend {
+
+// parse_blob (src/blob), then one JSON object in *text: "magic", "metadata_offset", "metadata_size",
+// "engine_offset", "engine_size", "blob_size", and "metadata", the parsed metadata as the writer embeds it
+// (blob::metadata_to_json). On refusal, the reader's message in *text and its error (InvalidArgument for a malformed
+// blob, MemoryAllocationFailed). Linear in the blob's metadata.
+[[nodiscard]] Error describe_blob(const void* data, size_t size, std::string* text);
+
+// The adapter's reading of a GPU-free engine (engine::tensorrt::describe_gpufree_engine), its contract.
+[[nodiscard]] Error describe_engine(const void* data, size_t size, std::string* text);
+
+// Whether this libetrt was built with CUDA (ETRT_WITH_CUDA): device engines run only on such a build.
+bool built_with_cuda();
+
+// The total memory of CUDA device `device` in *bytes. NotSupported (with the reason) on a build without CUDA, on a
+// machine without that device, or when CUDA cannot answer.
+[[nodiscard]] Error device_memory(int device, uint64_t* bytes, Diagnostic& why);
+
+}  // namespace etrt::backend

@@ -1,0 +1,13 @@
+// inspection.h, build without CUDA: no device to ask.
+#include "backend/inspection.h"
+
+namespace etrt::backend {
+
+bool built_with_cuda() { return false; }
+
+Error device_memory(int device, uint64_t* bytes, Diagnostic& why) {
+  (void)bytes;
+  return fail(why, Error::NotSupported, "this etrt was built without CUDA, so it cannot ask CUDA device %d", device);
+}
+
+}  // namespace etrt::backend
