@@ -1,12 +1,13 @@
 #include "cuda_faults.h"
 
-#include <dlfcn.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+
+#include "libetrt_caller.h"
 
 namespace etrt::cuda_faults {
 namespace {
@@ -27,18 +28,9 @@ int index_of(const char* function) {
   std::abort();
 }
 
-// True when the code at `caller` belongs to libetrt (libetrt.so*, not libetrt_gpufree_nvinfer.so*).
-bool from_libetrt(const void* caller) {
-  Dl_info info{};
-  if (dladdr(caller, &info) == 0 || info.dli_fname == nullptr) return false;
-  const char* base = std::strrchr(info.dli_fname, '/');
-  base = base != nullptr ? base + 1 : info.dli_fname;
-  return std::strncmp(base, "libetrt.so", 10) == 0;
-}
-
 // Counts the call and says whether the armed fault fires on it.
 bool fires(int function, const void* caller, cudaError_t* error) {
-  if (!from_libetrt(caller)) return false;
+  if (!etrt::testing::from_libetrt(caller)) return false;
   std::lock_guard<std::mutex> lock(g_mutex);
   ++g_calls[function];
   if (g_armed != function || --g_nth > 0) return false;
@@ -50,12 +42,7 @@ bool fires(int function, const void* caller, cudaError_t* error) {
 
 template <typename F>
 F real(const char* name) {
-  void* symbol = dlsym(RTLD_NEXT, name);
-  if (symbol == nullptr) {
-    std::fprintf(stderr, "cuda_faults: libcudart's %s not found (%s); link the shared CUDA runtime\n", name, dlerror());
-    std::abort();
-  }
-  return reinterpret_cast<F>(symbol);
+  return reinterpret_cast<F>(etrt::testing::next_definition(name, "cuda_faults"));
 }
 
 }  // namespace
