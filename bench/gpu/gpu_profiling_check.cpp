@@ -1,8 +1,14 @@
 // etrt_bench_gpu_profiling: the device time etrt logs for ExecuTorch's event tracer ("etrt device time",
 // docs/profiling.md) against CUDA events the runner records around the same forward() calls on its own stream. Each
-// step is waited for, so the runner's pair of events brackets exactly that step's device work; etrt's own events
-// bracket its steps inside the call. Medians over the steps, decode (1 token) and prefill (64 tokens), and the median
-// of the per-step ratios (the device-time events carry the execution they measured, so the pairs are exact).
+// step is waited for; etrt's own events bracket its steps inside the call. Two ways of queueing each step:
+//
+//   idle   the stream is idle when the runner records its first event, so the runner's pair also spans the host's
+//          time in forward() before etrt's first event (ExecuTorch's method, etrt's checks): the difference
+//   held   a host function holding the stream for 500 us goes first, so the host has queued the whole call before
+//          the device reaches the runner's first event: both pairs bracket the same device work and should agree
+//
+// Medians over the steps, decode (1 token) and prefill (64 tokens), and the median of the per-step ratios (the
+// device-time events carry the execution they measured, so the pairs are exact).
 //
 // bench_cuda_unplanned.pte (tests/backend/make_fixtures.cpp, --cuda): a CUDA-mode engine with a decode profile [1,1]
 // and a prefill profile [1,2..64], its IO the runner's device memory.
@@ -16,6 +22,7 @@
 #include <executorch/runtime/platform/platform.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -31,11 +38,11 @@
 namespace {
 
 namespace et = ::executorch::runtime;
+using etrt::module_test::Logged;
+using etrt::module_test::RecordingTracer;
 using ::executorch::aten::ScalarType;
 using ::executorch::extension::from_blob;
 using ::executorch::extension::Module;
-using etrt::module_test::Logged;
-using etrt::module_test::RecordingTracer;
 
 void check(bool ok, const char* what) {
   if (ok) return;
@@ -48,6 +55,13 @@ double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// Holds the stream it is queued on for 500 us (a host function: the stream waits until it returns).
+void CUDART_CB hold_the_stream(void*) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(500);
+  while (std::chrono::steady_clock::now() < until) {
+  }
 }
 
 // The number after "<key>": in an event's JSON metadata, or -1.
@@ -71,8 +85,7 @@ int main(int argc, char** argv) {
   void *ids = nullptr, *logits = nullptr;
   check(cudaMalloc(&ids, kMaxTokens * sizeof(int64_t)) == cudaSuccess, "cudaMalloc");
   check(cudaMemset(ids, 0, kMaxTokens * sizeof(int64_t)) == cudaSuccess, "cudaMemset");
-  check(cudaMalloc(&logits, size_t{kMaxTokens} * etrt::fixtures::kHidden * sizeof(float)) == cudaSuccess,
-        "cudaMalloc");
+  check(cudaMalloc(&logits, size_t{kMaxTokens} * etrt::fixtures::kHidden * sizeof(float)) == cudaSuccess, "cudaMalloc");
   check(module.set_output(from_blob(logits, {1, kMaxTokens, etrt::fixtures::kHidden}, ScalarType::Float)) ==
             et::Error::Ok,
         "set_output");
@@ -89,42 +102,45 @@ int main(int argc, char** argv) {
   };
   std::printf("etrt device time (event tracer) vs CUDA events around forward(), %d steps each, waited for, medians\n",
               steps);
-  std::printf("%-22s %14s %14s %12s\n", "step", "etrt us", "runner us", "etrt/runner");
+  std::printf("%-30s %12s %12s %12s %12s\n", "step", "etrt us", "runner us", "difference", "etrt/runner");
   long long execution = 0;  // etrt numbers the traced executions of the delegate from 1
-  for (const int tokens : {1, kMaxTokens}) {
-    std::map<long long, double> runner_us;  // execution -> the runner's events
-    const auto input = from_blob(ids, {1, tokens}, ScalarType::Long);
-    for (int i = 0; i < steps + 10; ++i) {  // the first 10: warm-up, not counted
-      check(cudaEventRecord(before, stream) == cudaSuccess, "cudaEventRecord");
-      check(module.forward(input).ok(), "forward");
-      check(cudaEventRecord(after, stream) == cudaSuccess, "cudaEventRecord");
-      check(cudaEventSynchronize(after) == cudaSuccess, "cudaEventSynchronize");
-      ++execution;
-      float ms = 0.0f;
-      check(cudaEventElapsedTime(&ms, before, after) == cudaSuccess, "cudaEventElapsedTime");
-      if (i >= 10) runner_us[execution] = 1000.0 * static_cast<double>(ms);
-    }
-    check(module.forward(input).ok(), "forward");  // logs the last step's device time
-    check(cudaStreamSynchronize(stream) == cudaSuccess, "sync");
-    ++execution;
-    std::vector<double> etrt_us, runner, ratios;
-    for (const auto& run : tracer->runs)
-      for (const Logged& e : run) {
-        if (e.name != "etrt device time") continue;
-        const auto found = runner_us.find(field(e.metadata, "execution"));
-        if (found == runner_us.end()) continue;
-        const double us = ticks_to_us(e.stop - e.start);
-        etrt_us.push_back(us);
-        runner.push_back(found->second);
-        ratios.push_back(us / found->second);
+  for (const bool held : {false, true})
+    for (const int tokens : {1, kMaxTokens}) {
+      std::map<long long, double> runner_us;  // execution -> the runner's events
+      const auto input = from_blob(ids, {1, tokens}, ScalarType::Long);
+      for (int i = 0; i < steps + 10; ++i) {  // the first 10: warm-up, not counted
+        if (held) check(cudaLaunchHostFunc(stream, hold_the_stream, nullptr) == cudaSuccess, "cudaLaunchHostFunc");
+        check(cudaEventRecord(before, stream) == cudaSuccess, "cudaEventRecord");
+        check(module.forward(input).ok(), "forward");
+        check(cudaEventRecord(after, stream) == cudaSuccess, "cudaEventRecord");
+        check(cudaEventSynchronize(after) == cudaSuccess, "cudaEventSynchronize");
+        ++execution;
+        float ms = 0.0f;
+        check(cudaEventElapsedTime(&ms, before, after) == cudaSuccess, "cudaEventElapsedTime");
+        if (i >= 10) runner_us[execution] = 1000.0 * static_cast<double>(ms);
       }
-    tracer->runs.clear();
-    char label[32];
-    std::snprintf(label, sizeof(label), "%s (%d token%s)", tokens == 1 ? "decode" : "prefill", tokens,
-                  tokens == 1 ? "" : "s");
-    std::printf("%-22s %14.1f %14.1f %11.3fx   (%zu of %d steps paired)\n", label, median(etrt_us), median(runner),
-                median(ratios), etrt_us.size(), steps);
-  }
+      check(module.forward(input).ok(), "forward");  // logs the last step's device time
+      check(cudaStreamSynchronize(stream) == cudaSuccess, "sync");
+      ++execution;
+      std::vector<double> etrt_us, runner, ratios, differences;
+      for (const auto& run : tracer->runs)
+        for (const Logged& e : run) {
+          if (e.name != "etrt device time") continue;
+          const auto found = runner_us.find(field(e.metadata, "execution"));
+          if (found == runner_us.end()) continue;
+          const double us = ticks_to_us(e.stop - e.start);
+          etrt_us.push_back(us);
+          runner.push_back(found->second);
+          ratios.push_back(us / found->second);
+          differences.push_back(found->second - us);
+        }
+      tracer->runs.clear();
+      char label[48];
+      std::snprintf(label, sizeof(label), "%s, %s (%d token%s)", held ? "held" : "idle",
+                    tokens == 1 ? "decode" : "prefill", tokens, tokens == 1 ? "" : "s");
+      std::printf("%-30s %12.1f %12.1f %12.1f %11.3fx   (%zu of %d steps paired)\n", label, median(etrt_us),
+                  median(runner), median(differences), median(ratios), etrt_us.size(), steps);
+    }
   std::printf("unexpected start/end delegate events: %d\n", tracer->unexpected);
   return 0;
 }
