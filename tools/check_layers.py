@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Checks that every #include in src/, include/ and nvinfer/ runs in an allowed direction between layers.
+"""Checks that every #include in src/, include/ and nvinfer/ runs in an allowed direction between layers, and with
+--build that every symbol a layer's object files use is defined in a layer it may include.
 
-    check_layers.py [--root DIR] [--rules FILE] [--list]
+    check_layers.py [--root DIR] [--rules FILE] [--list] [--build DIR [--nm NM]]
 
 The layers and the allow-list are in tools/layers.txt (--rules names another file). Every quoted include
 ("...") is resolved as the compiler would: beside the including file, then under src/, include/,
@@ -13,13 +14,29 @@ Prints one line per violation,
     file:line: <layer> may not include <layer> (<header>)
 
 and exits 1 when there is any; exits 2 when the rules file is malformed. --list prints each file's layer instead.
+
+With --build, the link-level check follows: an include check cannot see a function declared in a lower layer's
+header and defined in a higher layer's source file, yet that is a call upward. The build directory's
+compile_commands.json names every compiled source and its object file; each source under src/, include/ or nvinfer/
+puts its object in the source's layer. `nm` lists what each object defines (any global symbol, weak ones included)
+and what it uses (undefined). A symbol one layer uses and does not define itself must be defined in a layer it may
+include (with the same globs as includes, matched against the using source), or in a layer that `implements` one it
+may include. Otherwise it prints
+
+    file: <layer> uses <symbol>, defined only in <layer>[, <layer>...] (link level)
+
+Symbols defined nowhere in the tree (the C++ library, ExecuTorch, CUDA) are not checked. Objects that are not built
+yet are skipped and counted in a note, so run it after the build (the CTest etrt_check_layers does).
 Python 3 standard library only.
 """
 
 import argparse
+import collections
 import fnmatch
+import json
 import pathlib
 import re
+import subprocess
 import sys
 
 SCANNED = ("src", "include", "nvinfer")
@@ -38,6 +55,7 @@ class Rules:
         self.layers = []  # (dir, name), longest dir first
         self.allow = {}   # (from, to) -> [glob or None]
         self.known = {}   # (file, header) -> rules line
+        self.implements = {}  # implementation layer -> the layer whose headers it implements
         names = set()
         pending = []
         for number, raw in enumerate(path.read_text().splitlines(), 1):
@@ -53,14 +71,22 @@ class Rules:
                 pending.append((where, args))
             elif kind == "known" and len(args) == 2:
                 self.known[(args[0], args[1])] = where
+            elif kind == "implements" and len(args) == 2:
+                pending.append((where, ["implements"] + args))
             else:
-                raise RulesError(f"{where}: expected 'layer <name> <dir>', 'allow <from> <to> [<glob>]' "
-                                 f"or 'known <file> <header>', got: {raw.strip()}")
+                raise RulesError(f"{where}: expected 'layer <name> <dir>', 'allow <from> <to> [<glob>]', "
+                                 f"'implements <layer> <layer>' or 'known <file> <header>', got: {raw.strip()}")
         for where, args in pending:
+            implements = args[0] == "implements"
+            if implements:
+                args = args[1:]
             for name in args[:2]:
                 if name not in names:
                     raise RulesError(f"{where}: unknown layer '{name}'")
-            self.allow.setdefault((args[0], args[1]), []).append(args[2] if len(args) == 3 else None)
+            if implements:
+                self.implements[args[0]] = args[1]
+            else:
+                self.allow.setdefault((args[0], args[1]), []).append(args[2] if len(args) == 3 else None)
         self.layers.sort(key=lambda entry: len(entry[0]), reverse=True)
 
     def layer_of(self, rel):
@@ -139,12 +165,95 @@ def check(root, rules, out):
     return violations
 
 
+def objects(build, root, rules):
+    """(source, layer, object path) for every compiled source of the tree that is in a layer."""
+    commands = build / "compile_commands.json"
+    try:
+        entries = json.loads(commands.read_text())
+    except (OSError, ValueError) as error:
+        raise RulesError(f"{commands}: {error} (configure with CMAKE_EXPORT_COMPILE_COMMANDS=ON)")
+    for entry in entries:
+        if "output" not in entry:
+            raise RulesError(f"{commands}: entries name no 'output' (CMake 3.20 or newer writes it)")
+        directory = pathlib.Path(entry["directory"])
+        try:
+            rel = (directory / entry["file"]).resolve().relative_to(root).as_posix()
+        except ValueError:  # a source outside the tree
+            continue
+        layer = rules.layer_of(rel)
+        if layer is not None and rel.split("/", 1)[0] in SCANNED:
+            yield rel, layer, directory / entry["output"]
+
+
+def symbols(nm, path):
+    """(defined, undefined) global symbol names of one object file, mangled."""
+    done = subprocess.run([nm, "-P", str(path)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RulesError(f"{nm} {path}: {done.stderr.strip()}")
+    defined, undefined = set(), set()
+    for line in done.stdout.splitlines():
+        fields = line.split()
+        if len(fields) < 2:
+            continue
+        name, kind = fields[0], fields[1]
+        if kind == "U":
+            undefined.add(name)
+        elif kind.isupper() or kind in "uvw":  # global, unique or weak: another object may link against it
+            defined.add(name)
+    return defined, undefined
+
+
+def demangle(names):
+    try:
+        done = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True)
+        lines = done.stdout.splitlines()
+        if done.returncode == 0 and len(lines) == len(names):
+            return dict(zip(names, lines))
+    except OSError:
+        pass
+    return {name: name for name in names}
+
+
+def check_links(root, rules, build, nm, out):
+    """Prints link-level violations to `out`; returns their number."""
+    definers = collections.defaultdict(set)  # symbol -> layers whose objects define it
+    uses = []  # (source, layer, symbols it uses)
+    missing = 0
+    for rel, layer, path in objects(build, root, rules):
+        if not path.is_file():
+            missing += 1
+            continue
+        defined, undefined = symbols(nm, path)
+        for name in defined:
+            definers[name].add(layer)
+        uses.append((rel, layer, undefined))
+    found = []
+    for rel, layer, undefined in uses:
+        for name in sorted(undefined):
+            layers = definers.get(name)
+            if not layers or layer in layers:
+                continue
+            if any(rules.allows(layer, rel, other) or rules.allows(layer, rel, rules.implements.get(other, other))
+                   for other in layers):
+                continue
+            found.append((rel, layer, name, sorted(layers)))
+    names = demangle(sorted({name for _, _, name, _ in found}))
+    for rel, layer, name, layers in sorted(found):
+        print(f"{rel}: {layer} uses {names[name]}, defined only in {', '.join(layers)} (link level)", file=out)
+    if missing:
+        print(f"note: {missing} object file(s) of the tree's sources are not built in {build}; "
+              "their symbols were not checked", file=out)
+    return len(found)
+
+
 def main(argv=None):
     here = pathlib.Path(__file__).resolve().parent
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=pathlib.Path, default=here.parent, help="the source tree (default: %(default)s)")
     parser.add_argument("--rules", type=pathlib.Path, default=here / "layers.txt", help="default: %(default)s")
     parser.add_argument("--list", action="store_true", help="print each scanned file's layer and exit")
+    parser.add_argument("--build", type=pathlib.Path, help="a build directory: also check its object files' symbols")
+    parser.add_argument("--nm", default="nm", help="the nm to read object files with (default: %(default)s)")
     args = parser.parse_args(argv)
     root = args.root.resolve()
     try:
@@ -158,10 +267,18 @@ def main(argv=None):
             print(f"{rel}: {rules.layer_of(rel) or '(no layer)'}")
         return 0
     violations = check(root, rules, sys.stdout)
-    if violations:
-        print(f"check_layers: {violations} include(s) against {args.rules}", file=sys.stdout)
+    links = 0
+    if args.build is not None:
+        try:
+            links = check_links(root, rules, args.build.resolve(), args.nm, sys.stdout)
+        except (OSError, RulesError) as error:
+            print(f"check_layers: {error}", file=sys.stderr)
+            return 2
+    if violations or links:
+        print(f"check_layers: {violations} include(s) and {links} symbol use(s) against {args.rules}", file=sys.stdout)
         return 1
-    print(f"check_layers: every include in {', '.join(SCANNED)} follows {args.rules}")
+    checked = " and every symbol their objects in " + str(args.build) + " use" if args.build is not None else ""
+    print(f"check_layers: every include in {', '.join(SCANNED)}{checked} follows {args.rules}")
     return 0
 
 

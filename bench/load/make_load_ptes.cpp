@@ -23,7 +23,7 @@
 namespace {
 
 namespace gpufree = etrt::gpufree;
-using etrt::make_shape;
+using etrt::gpufree::make_shape;
 using gpufree::DataType;
 
 struct Tensor {
@@ -118,8 +118,8 @@ bool realistic(const std::string& dir) {
   }
   b.matmul("h" + std::to_string(kLayers), "lm_head", "logits").set_tracing(false);
   std::string error;
-  const std::vector<uint8_t> engine = b.build(&error);
-  if (engine.empty()) return fail("realistic", error);
+  std::vector<uint8_t> engine;
+  if (!b.build(&engine, &error)) return fail("realistic", error);
   // The call passes the inputs and logits; the caches are written in place (the engine's own aliases).
   std::vector<Tensor> tensors = {{"tokens", "int64", {1, kContext}, true}, {"position", "int64", {1}, false}};
   std::vector<std::string> inputs = {"tokens", "position"};
@@ -141,8 +141,8 @@ bool bindings(const std::string& dir, size_t n) {
   for (size_t k = 0; k < n / 2; ++k) b.identity("in_" + std::to_string(k), "out_" + std::to_string(k));
   b.set_tracing(false);
   std::string error;
-  const std::vector<uint8_t> engine = b.build(&error);
-  if (engine.empty()) return fail("bindings", error);
+  std::vector<uint8_t> engine;
+  if (!b.build(&engine, &error)) return fail("bindings", error);
   std::vector<Tensor> tensors;
   std::vector<std::string> inputs, outputs;
   for (size_t k = 0; k < n / 2; ++k) {

@@ -30,7 +30,7 @@ std::string spec(const char* backend, const char* blob, bool planned = true) {
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
   const std::string dir = argv[1];
-  using etrt::make_shape;
+  using etrt::gpufree::make_shape;
   etrt::gpufree::Builder b("bench_identity");
   b.add_input("x", etrt::gpufree::DataType::kFloat32, make_shape({1, -1}))
       .add_output("y", etrt::gpufree::DataType::kFloat32, make_shape({1, -1}));
@@ -41,8 +41,8 @@ int main(int argc, char** argv) {
       .identity("x", "y")
       .set_tracing(false);
   std::string error;
-  const auto engine = b.build(&error);
-  const auto blob = engine.empty() ? engine : etrt::refkit::blob_for_engine(engine, false, &error);
+  std::vector<uint8_t> engine;
+  const auto blob = !b.build(&engine, &error) ? engine : etrt::refkit::blob_for_engine(engine, false, &error);
   const bool ok = !blob.empty() && etrt::refkit::write_file(dir + "/etrt.blob", blob, &error) &&
                   etrt::refkit::write_text(dir + "/etrt.json", spec("TensorRTBackend", "etrt.blob"), &error) &&
                   etrt::refkit::write_text(dir + "/etrt_unplanned.json",

@@ -43,7 +43,7 @@ std::string spec(const std::string& blob) {
 
 bool write_program(const std::string& dir, const std::string& name, int64_t prefill_min, int64_t switch_cost_ns,
                    std::string* error) {
-  using etrt::make_shape;
+  using etrt::gpufree::make_shape;
   namespace gpufree = etrt::gpufree;
   std::vector<float> table(static_cast<size_t>(kVocab * kHidden));
   for (size_t i = 0; i < table.size(); ++i) table[i] = 0.001f * static_cast<float>(i % 97);
@@ -64,8 +64,8 @@ bool write_program(const std::string& dir, const std::string& name, int64_t pref
       .matmul("hidden", "weight", "logits")
       .set_switch_cost_ns(switch_cost_ns)
       .set_tracing(false);
-  const auto engine = b.build(error);
-  if (engine.empty()) return false;
+  std::vector<uint8_t> engine;
+  if (!b.build(&engine, error)) return false;
   const auto blob = etrt::refkit::blob_for_engine(engine, true, error);
   return !blob.empty() && etrt::refkit::write_file(dir + "/" + name + ".blob", blob, error) &&
          etrt::refkit::write_text(dir + "/" + name + ".json", spec(name + ".blob"), error);

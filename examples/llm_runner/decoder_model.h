@@ -36,7 +36,7 @@ inline constexpr int64_t kHeadDim = 32;    // D (one head)
 inline constexpr int64_t kMinPrompt = 32;  // the prefill profile's bounds
 inline constexpr int64_t kOptPrompt = 512;
 inline constexpr int64_t kMaxPrompt = 2048;
-inline constexpr int64_t kDecodeRoom = 256;                  // decode steps after a longest prompt
+inline constexpr int64_t kDecodeRoom = 256;                    // decode steps after a longest prompt
 inline constexpr int64_t kContext = kMaxPrompt + kDecodeRoom;  // T: cache rows
 inline constexpr int32_t kDecodeProfile = 0;
 inline constexpr int32_t kPrefillProfile = 1;
@@ -55,8 +55,8 @@ struct Weight {
 // In engine-constant order, which is also the order of the weights file.
 inline const std::vector<Weight>& weight_specs() {
   static const std::vector<Weight> specs = {
-      {"embedding", kVocab, kHidden, 1.0f},   {"wq", kHidden, kHeadDim, 0.6f}, {"wk", kHidden, kHeadDim, 0.6f},
-      {"wv", kHidden, kHeadDim, 0.5f},        {"wo", kHeadDim, kHidden, 0.3f}, {"lm_head", kHidden, kVocab, 0.4f},
+      {"embedding", kVocab, kHidden, 1.0f}, {"wq", kHidden, kHeadDim, 0.6f}, {"wk", kHidden, kHeadDim, 0.6f},
+      {"wv", kHidden, kHeadDim, 0.5f},      {"wo", kHeadDim, kHidden, 0.3f}, {"lm_head", kHidden, kVocab, 0.4f},
   };
   return specs;
 }
@@ -75,8 +75,8 @@ inline std::vector<std::vector<float>> make_weights() {
 
 // The decoder engine, in host mode or CUDA mode (MemoryKind::kDevice).
 inline etrt::gpufree::Builder decoder_builder(const std::string& label, etrt::gpufree::MemoryKind kind) {
-  using etrt::make_shape;
   using etrt::gpufree::DataType;
+  using etrt::gpufree::make_shape;
   etrt::gpufree::Builder b(label);
   b.add_input("tokens", DataType::kInt64, make_shape({1, -1}))
       .add_input("start_pos", DataType::kInt64, make_shape({1}))

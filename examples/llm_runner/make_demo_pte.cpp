@@ -39,8 +39,8 @@ using etrt::gpufree::MemoryKind;
 namespace demo = etrt::demo;
 
 bool write_decoder_blob(const std::string& dir, const std::string& name, MemoryKind kind, std::string* error) {
-  const std::vector<uint8_t> engine = demo::decoder_builder(name, kind).build(error);
-  if (engine.empty()) return false;
+  std::vector<uint8_t> engine;
+  if (!demo::decoder_builder(name, kind).build(&engine, error)) return false;
   // The engine reports the aliases itself (getAliasedInputTensor); the blob says so too, as an exporter does, which
   // makes it a TR02 blob.
   const std::vector<uint8_t> blob =
@@ -59,8 +59,7 @@ json tensor(const char* name, const char* dtype, std::vector<int64_t> sizes, boo
 
 bool write_spec(const std::string& dir, const std::string& name, const std::string& blob, bool write_back,
                 std::string* error) {
-  json values = {tensor("tokens", "int64", {1, demo::kMaxPrompt}, true),
-                 tensor("start_pos", "int64", {1}, false),
+  json values = {tensor("tokens", "int64", {1, demo::kMaxPrompt}, true), tensor("start_pos", "int64", {1}, false),
                  tensor("k_cache", "float32", {1, demo::kContext, demo::kHeadDim}, false, /*planned=*/false),
                  tensor("v_cache", "float32", {1, demo::kContext, demo::kHeadDim}, false, /*planned=*/false),
                  tensor("logits", "float32", {1, demo::kMaxPrompt, demo::kVocab}, true)};

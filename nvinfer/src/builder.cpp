@@ -9,9 +9,9 @@ namespace etrt::gpufree {
 
 namespace {
 
-std::vector<uint8_t> failed(std::string* error, std::string message) {
+bool failed(std::string* error, std::string message) {
   if (error != nullptr) *error = "reference engine builder: " + std::move(message);
-  return {};
+  return false;
 }
 
 }  // namespace
@@ -105,8 +105,8 @@ Builder& Builder::identity(const std::string& input, const std::string& output) 
   return *this;
 }
 
-Builder& Builder::kv_cache_update(const std::string& cache, const std::string& update,
-                                  const std::string& write_indices, const std::string& output) {
+Builder& Builder::kv_cache_update(const std::string& cache, const std::string& update, const std::string& write_indices,
+                                  const std::string& output) {
   ops_.push_back({OpSpecKind::kKvCacheUpdate, cache, update, output, 1.0f, write_indices, ""});
   return *this;
 }
@@ -142,7 +142,7 @@ Builder& Builder::set_memory_kind(MemoryKind kind) {
   return *this;
 }
 
-std::vector<uint8_t> Builder::build(std::string* error) const {
+bool Builder::build(std::vector<uint8_t>* engine, std::string* error) const {
   if (!first_error_.empty()) return failed(error, first_error_);
   Model m;
   m.label = label_;
@@ -265,7 +265,8 @@ std::vector<uint8_t> Builder::build(std::string* error) const {
   if (!validate(m, &why)) return failed(error, why);
   MemoryPlan plan;
   if (!plan_memory(m, &plan, &why)) return failed(error, why);
-  return serialize(m);
+  *engine = serialize(m);
+  return true;
 }
 
 }  // namespace etrt::gpufree

@@ -451,7 +451,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
     std::string error;
     if (!on_weights_device(&error)) return refuse("enqueue: " + error);
     for (size_t i = 0; i < m.io.size(); ++i) {
-      if (shapes_[i].numel() == 0) continue;
+      if (is_empty(shapes_[i])) continue;
       device::PointerInfo info;
       if (!device::pointer_info(data_[i], &info, &error)) return refuse("enqueue: '" + m.io[i].name + "': " + error);
       if (info.kind == device::PointerKind::kHost)
@@ -469,7 +469,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
   // Output shapes from the current input shapes, cached until an input shape or the profile changes.
   bool infer() const {
     if (!inferred_) {
-      inference_ok_ = infer_shapes(state_->model, Span<Shape>(shapes_), &inference_error_);
+      inference_ok_ = infer_shapes(state_->model, shapes_, &inference_error_);
       inferred_ = true;
     }
     return inference_ok_;
@@ -567,8 +567,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
       (void)device::launch_status(nullptr);
       const CudaKernels kernels(stream);
       ok = device::check_word(order_.word, profile_, order_.flag, stream, &error) &&
-           run_ops(m, Span<void* const>(data_.data(), data_.size()), Span<const Shape>(shapes_.data(), shapes_.size()),
-                   kernels, &error);
+           run_ops(m, data_, shapes_, kernels, &error);
       // As in host mode, the whole region the engine asked for is touched, here by the device on the stream, so a
       // buffer smaller than device_memory_size() or already freed fails the copy and shows under compute-sanitizer.
       ok = ok && device::touch_ends(scratch_, static_cast<size_t>(scratch_bytes), stream, &error) &&
@@ -576,8 +575,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
       // A streaming engine's enqueueV3 is synchronous (TensorRT): the host waits for the stream before returning.
       ok = ok && (!memory_.streams_weights || device::synchronize_stream(stream, &error));
     } else {
-      ok = run_ops(m, Span<void* const>(data_.data(), data_.size()), Span<const Shape>(shapes_.data(), shapes_.size()),
-                   host_kernels(), &error);
+      ok = run_ops(m, data_, shapes_, host_kernels(), &error);
       // run_ops fails only on input data the shapes cannot reveal (an embedding id outside the vocabulary): the
       // caller's argument is wrong, which TensorRT's error codes call kINVALID_ARGUMENT.
       if (!ok) failure_code_ = nvinfer1::ErrorCode::kINVALID_ARGUMENT;
@@ -612,7 +610,7 @@ class ContextImpl final : public nvinfer1::IExecutionContext {
   const ContextMemory memory_;  // what it runs in, under the weight-streaming budget at its creation
   ScratchBuffer owned_scratch_;
   DeviceOrder order_;  // CUDA mode only
-  int32_t profile_;  // -1: none (kNoProfile)
+  int32_t profile_;    // -1: none (kNoProfile)
   StreamHandle switch_stream_ = nullptr;
   bool switched_since_enqueue_ = false;
   nvinfer1::ErrorCode failure_code_ = nvinfer1::ErrorCode::kFAILED_EXECUTION;  // what a failing enqueue reports
@@ -642,7 +640,7 @@ bool DeviceOrder::make(std::string* error) {
   if (!device::allocate(sizeof(int32_t), &memory, error)) return false;
   word = static_cast<int32_t*>(memory);
   if (device::upload(word, &profile_zero, sizeof(profile_zero), error) && device::allocate_mapped_flag(&flag, error) &&
-      (last_work = device::create_event(error)) != nullptr)
+      device::create_event(&last_work, error))
     return true;
   release();
   return false;

@@ -50,7 +50,7 @@ bool append_outputs(std::string& out, const Model& m, size_t p, int which, std::
     const InputRange& r = m.profiles[p][k++];
     shapes[i] = which == 0 ? r.min : which == 1 ? r.opt : r.max;
   }
-  if (!infer_shapes(m, Span<Shape>(shapes), error)) return false;
+  if (!infer_shapes(m, shapes, error)) return false;
   out += '{';
   bool first = true;
   for (size_t i = 0; i < m.io.size(); ++i) {

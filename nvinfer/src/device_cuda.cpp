@@ -98,14 +98,12 @@ bool launch_status(std::string* error) {
   return status == cudaSuccess || failed(status, "a kernel launch", error);
 }
 
-void* create_event(std::string* error) {
-  cudaEvent_t event = nullptr;
-  const cudaError_t status = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
-  if (status != cudaSuccess) {
-    failed(status, "cudaEventCreateWithFlags", error);
-    return nullptr;
-  }
-  return event;
+bool create_event(void** event, std::string* error) {
+  cudaEvent_t created = nullptr;
+  const cudaError_t status = cudaEventCreateWithFlags(&created, cudaEventDisableTiming);
+  if (status != cudaSuccess) return failed(status, "cudaEventCreateWithFlags", error);
+  *event = created;
+  return true;
 }
 
 void destroy_event(void* event) {

@@ -37,10 +37,7 @@ bool pointer_info(const void*, PointerInfo* info, std::string* error) {
 bool touch_ends(void*, size_t, StreamHandle, std::string* error) { return no_cuda(error); }
 bool launch_status(std::string* error) { return no_cuda(error); }
 bool synchronize_stream(StreamHandle, std::string* error) { return no_cuda(error); }
-void* create_event(std::string* error) {
-  no_cuda(error);
-  return nullptr;
-}
+bool create_event(void**, std::string* error) { return no_cuda(error); }
 void destroy_event(void*) {}
 bool record_event(void*, StreamHandle, std::string* error) { return no_cuda(error); }
 bool event_complete(void*) { return true; }
@@ -69,8 +66,8 @@ int64_t CudaKernels::kv_cache_update(float*, const float*, const void*, DataType
                                      int64_t) const {
   return -1;
 }
-int64_t CudaKernels::causal_attention(const float*, const float*, const float*, const void*, DataType, int64_t,
-                                      int64_t, int64_t, int64_t, int64_t, float, float*) const {
+int64_t CudaKernels::causal_attention(const float*, const float*, const float*, const void*, DataType, int64_t, int64_t,
+                                      int64_t, int64_t, int64_t, float, float*) const {
   return -1;
 }
 

@@ -49,8 +49,8 @@ bool synchronize_stream(StreamHandle stream, std::string* error);
 // After a run of kernel launches: false with the launch error, if any.
 bool launch_status(std::string* error);
 
-// A CUDA event without timing; null (with *error) on failure.
-void* create_event(std::string* error);
+// A CUDA event without timing, into *event.
+bool create_event(void** event, std::string* error);
 void destroy_event(void* event);
 // On a capturing stream the record becomes a node of the graph (cudaEventRecordExternal), so each replay records it.
 bool record_event(void* event, StreamHandle stream, std::string* error);

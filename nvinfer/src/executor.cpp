@@ -7,27 +7,29 @@ namespace {
 const float* as_floats(void* p) { return static_cast<const float*>(p); }
 
 // Product of every dim but the last: the rows a last-dim op (add_bias, matmul) runs over.
-int64_t leading_rows(const Shape& s) {
-  int64_t rows = 1;
-  for (int32_t i = 0; i + 1 < s.rank; ++i) rows *= s.d[i];
-  return rows;
+// The product of the first `rank - 1` dims (rows of a row-major tensor), or of all of them (elements).
+int64_t product(const Shape& s, int32_t dims) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < dims; ++i) n *= s.d[i];
+  return n;
 }
+int64_t leading_rows(const Shape& s) { return product(s, s.rank - 1); }
 
 }  // namespace
 
-bool run_ops(const Model& m, Span<void* const> data, Span<const Shape> shapes, const Kernels& kernels,
+bool run_ops(const Model& m, const std::vector<void*>& data, const std::vector<Shape>& shapes, const Kernels& kernels,
              std::string* error) {
   for (size_t k = 0; k < m.ops.size(); ++k) {
     const Op& op = m.ops[k];
     const auto a = static_cast<size_t>(op.a);
     const auto out = static_cast<size_t>(op.out);
-    const int64_t n = shapes[out].numel();
+    const int64_t n = product(shapes[out], shapes[out].rank);
     auto* dst = static_cast<float*>(data[out]);
     switch (op.kind) {
       case OpKind::kEmbedding: {
         const Shape& table = shapes[static_cast<size_t>(op.b)];
-        kernels.embedding(data[a], m.tensor_dtype(op.a), shapes[a].numel(), as_floats(data[op.b]), table.d[0],
-                          table.d[1], dst);
+        kernels.embedding(data[a], m.tensor_dtype(op.a), product(shapes[a], shapes[a].rank), as_floats(data[op.b]),
+                          table.d[0], table.d[1], dst);
         break;
       }
       case OpKind::kAdd:
@@ -68,9 +70,9 @@ bool run_ops(const Model& m, Span<void* const> data, Span<const Shape> shapes, c
       case OpKind::kCausalAttention: {
         const Shape& q = shapes[a];
         const Shape& keys = shapes[static_cast<size_t>(op.b)];
-        const int64_t bad = kernels.causal_attention(
-            as_floats(data[a]), as_floats(data[op.b]), as_floats(data[op.c]), data[op.d], m.tensor_dtype(op.d), q.d[0],
-            q.d[1], keys.d[1], q.d[2], shapes[static_cast<size_t>(op.c)].d[2], op.factor, dst);
+        const int64_t bad = kernels.causal_attention(as_floats(data[a]), as_floats(data[op.b]), as_floats(data[op.c]),
+                                                     data[op.d], m.tensor_dtype(op.d), q.d[0], q.d[1], keys.d[1],
+                                                     q.d[2], shapes[static_cast<size_t>(op.c)].d[2], op.factor, dst);
         if (bad >= 0) {
           if (error != nullptr)
             *error = "op #" + std::to_string(k) + " (causal_attention -> '" + m.tensor_name(op.out) + "'): position " +

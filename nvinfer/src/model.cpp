@@ -475,7 +475,7 @@ bool tensor_bytes(const Shape& shape, DataType dtype, uint64_t* bytes) {
   return true;
 }
 
-bool infer_shapes(const Model& m, Span<Shape> shapes, std::string* error) {
+bool infer_shapes(const Model& m, std::vector<Shape>& shapes, std::string* error) {
   for (size_t i = 0; i < m.constants.size(); ++i) shapes[static_cast<size_t>(m.constant_id(i))] = m.constants[i].shape;
   for (size_t k = 0; k < m.ops.size(); ++k) {
     const Op& op = m.ops[k];
@@ -517,8 +517,7 @@ bool infer_shapes(const Model& m, Span<Shape> shapes, std::string* error) {
       case OpKind::kKvCacheUpdate: {
         const Shape& update = shapes[static_cast<size_t>(op.b)];
         const Shape& indices = shapes[static_cast<size_t>(op.c)];
-        if (a.rank != 3 || update.rank != 3 || update.d[0] != a.d[0] || update.d[2] != a.d[2] ||
-            update.d[1] > a.d[1])
+        if (a.rank != 3 || update.rank != 3 || update.d[0] != a.d[0] || update.d[2] != a.d[2] || update.d[1] > a.d[1])
           return fail(error, op_name(m, k) + ": cache " + quoted(m, op.a) + " " + shape_to_string(a) +
                                  " must be [B, T, D] and update " + quoted(m, op.b) + " " + shape_to_string(update) +
                                  " [B, S, D] with S <= T");
@@ -570,7 +569,7 @@ bool validate(const Model& m, std::string* error) {
         shapes[i] = w == 0 ? r.min : w == 1 ? r.opt : r.max;
       }
       std::string why;
-      if (!infer_shapes(m, Span<Shape>(shapes), &why))
+      if (!infer_shapes(m, shapes, &why))
         return fail(error, "profile " + std::to_string(p) + " (" + kWhich[w] + " shapes): " + why);
     }
   }
@@ -586,7 +585,7 @@ bool plan_memory(const Model& m, MemoryPlan* plan, std::string* error) {
   for (size_t p = 0; p < m.profiles.size(); ++p) {
     for (size_t i = 0, k = 0; i < m.io.size(); ++i)
       if (m.io[i].is_input) shapes[i] = m.profiles[p][k++].max;
-    if (!infer_shapes(m, Span<Shape>(shapes), error)) return false;
+    if (!infer_shapes(m, shapes, error)) return false;
     for (size_t i = 0; i < m.intermediates.size(); ++i) {
       uint64_t bytes = 0;
       if (!tensor_bytes(shapes[static_cast<size_t>(m.intermediate_id(i))], m.intermediates[i].dtype, &bytes))

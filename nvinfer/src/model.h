@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "common/shape.h"
 #include "etrt_gpufree/types.h"
 
 namespace etrt::gpufree {
@@ -107,6 +106,13 @@ struct ETRT_GPUFREE_API Model {
   DataType tensor_dtype(int32_t id) const;
 };
 
+// Whether `s` has a zero dim: a tensor of no elements.
+inline bool is_empty(const Shape& s) {
+  for (int32_t i = 0; i < s.rank; ++i)
+    if (s.d[i] == 0) return true;
+  return false;
+}
+
 // Whether `s` has no dynamic (-1) dim: an input of that shape needs no setInputShape, and needs no profile bounds.
 inline bool is_static(const Shape& s) {
   for (int32_t i = 0; i < s.rank; ++i)
@@ -151,7 +157,7 @@ ETRT_GPUFREE_API bool validate(const Model& model, std::string* error);
 // Shapes of every tensor (indexed by tensor id) given the IO input shapes in
 // `shapes` (slots of inputs filled, everything else overwritten). Fails when
 // the inputs are inconsistent with each other, with the message in *error.
-bool infer_shapes(const Model& model, Span<Shape> shapes, std::string* error);
+bool infer_shapes(const Model& model, std::vector<Shape>& shapes, std::string* error);
 
 // Requires a validated model.
 ETRT_GPUFREE_API bool plan_memory(const Model& model, MemoryPlan* plan, std::string* error);

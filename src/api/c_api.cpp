@@ -1,21 +1,19 @@
-// The C ABI of etrt/c_api.h: thin wrappers over the C++ API that keep their
-// state (guards and reports made on behalf of a C caller) per thread, and the
-// store of process-wide default load options (backend/load_options.h, apply_default_load_options).
+// The C ABI of etrt/c_api.h: thin wrappers over the C++ API that keep what they make on behalf of a C caller (guards
+// and reports) per thread, and over the glue's store of process-wide default load options
+// (backend/default_load_options.h).
 
 #include "etrt/c_api.h"
 
-#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
 
 #include "backend/counters.h"
+#include "backend/default_load_options.h"
 #include "backend/delegate_state.h"
-#include "backend/load_options.h"
 #include "backend/scratch_pool.h"
 #include "etrt/options.h"
 #include "etrt/profile_guard.h"
@@ -36,28 +34,30 @@ struct GuardSlot {
   OptimizationProfileGuard* guard() { return std::launder(reinterpret_cast<OptimizationProfileGuard*>(bytes)); }
 };
 
-// What the C ABI made on this thread. Reached through one thread-local pointer, so libetrt's static TLS block
-// (which a library loaded with dlopen, as from Python, must fit into glibc's small reserve) grows by 8 bytes only.
-struct ThreadState {
+// What the C ABI made on this thread, for a C caller (not the thread's request, report and error flag, which are
+// the glue's: backend/thread_state.h). Reached through one thread-local pointer, so libetrt's static TLS block (which
+// a library loaded with dlopen, as from Python, must fit into glibc's small reserve) grows by 8 bytes only.
+struct CallerObjects {
   std::vector<std::unique_ptr<GuardSlot>> slots;  // slots[0, depth) hold live guards; the rest are kept for reuse
   uint32_t depth = 0;
   std::vector<ExecutionReport*> reports;  // live reports, innermost last
-  ~ThreadState() {
+  ~CallerObjects() {
     // The thread is ending: its requests end with it. Reports were allocated here and are freed here.
     for (auto it = reports.rbegin(); it != reports.rend(); ++it) delete *it;
   }
 };
 
-thread_local std::unique_ptr<ThreadState> t_state;
+thread_local std::unique_ptr<CallerObjects> t_objects;
 
-ThreadState* thread_state() noexcept {
-  if (!t_state) t_state.reset(new (std::nothrow) ThreadState());
-  return t_state.get();
+// The calling thread's objects, made on first use; null when there is no memory for them.
+CallerObjects* caller_objects() noexcept {
+  if (!t_objects) t_objects.reset(new (std::nothrow) CallerObjects());
+  return t_objects.get();
 }
 
 int push(ProfileRequest request, uint32_t* depth) noexcept {
   if (depth == nullptr) return ETRT_E_INVALID_ARGUMENT;
-  ThreadState* s = thread_state();
+  CallerObjects* s = caller_objects();
   if (s == nullptr) return ETRT_E_NO_MEMORY;
   try {
     if (s->slots.size() <= s->depth) s->slots.push_back(std::make_unique<GuardSlot>());
@@ -75,8 +75,8 @@ int push(ProfileRequest request, uint32_t* depth) noexcept {
 }
 
 ExecutionReport* live_report(void* handle) noexcept {
-  if (handle == nullptr || !t_state) return nullptr;
-  for (ExecutionReport* r : t_state->reports)
+  if (handle == nullptr || !t_objects) return nullptr;
+  for (ExecutionReport* r : t_objects->reports)
     if (r == handle) return r;
   return nullptr;
 }
@@ -86,76 +86,21 @@ void write_error(char* error, size_t size, const std::string& message) {
   std::snprintf(error, size, "%s", message.c_str());
 }
 
-// ---- default load options ----
-
-struct DefaultOption {
-  std::string key;
-  backend::RawOption::Kind kind;
-  bool bool_value;
-  int int_value;
-  std::string string_value;
-
-  backend::RawOption raw() const { return {key.c_str(), kind, bool_value, int_value, string_value.c_str()}; }
-};
-
-struct DefaultStore {
-  std::mutex mutex;
-  std::vector<DefaultOption> options;  // in the order first set; one per key
-  std::atomic<uint64_t> reads{0};
-};
-
-DefaultStore& store() {
-  static DefaultStore* s = new DefaultStore();  // never destroyed: delegates may load during static destruction
-  return *s;
-}
-
 int set_default(const char* key, backend::RawOption::Kind kind, bool b, int i, const char* text, char* error,
                 size_t error_size) noexcept {
-  try {
-    DefaultOption option{key != nullptr ? key : "", kind, b, i, text != nullptr ? text : ""};
-    if (option.key.empty()) {
-      write_error(error, error_size, "a load option needs a key; known keys are listed in etrt/options.h");
-      return ETRT_E_INVALID_ARGUMENT;
-    }
-    // Checked exactly as the backend checks a load option, with its message.
-    backend::LoadOptions scratch;
-    Diagnostic why;
-    if (backend::apply_load_option(option.raw(), &scratch, why) != Error::Ok) {
-      write_error(error, error_size, why.c_str());
-      return ETRT_E_INVALID_ARGUMENT;
-    }
-    DefaultStore& s = store();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    for (DefaultOption& existing : s.options) {
-      if (existing.key == option.key) {
-        existing = std::move(option);
-        return ETRT_OK;
-      }
-    }
-    s.options.push_back(std::move(option));
-    return ETRT_OK;
-  } catch (const std::bad_alloc&) {
-    write_error(error, error_size, "out of memory");
-    return ETRT_E_NO_MEMORY;
-  }
+  Diagnostic why;
+  const Error code = backend::set_default_load_option({key, kind, b, i, text != nullptr ? text : ""}, why);
+  if (code == Error::Ok) return ETRT_OK;
+  write_error(error, error_size, why.c_str());
+  return code == Error::MemoryAllocationFailed ? ETRT_E_NO_MEMORY : ETRT_E_INVALID_ARGUMENT;
 }
 
 }  // namespace
 }  // namespace etrt::api
 
-// Declared in backend/load_options.h: the store lives here, beside the C ABI that fills it.
-void etrt::backend::apply_default_load_options(LoadOptions* options) noexcept {
-  auto& s = api::store();
-  s.reads.fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(s.mutex);
-  Diagnostic unused;  // each option was checked when set; apply_load_option writes this only on a refusal
-  for (const auto& option : s.options) (void)apply_load_option(option.raw(), options, unused);
-}
-
 using etrt::ExecutionRecord;
 using etrt::ExecutionReport;
 using etrt::ProfileRequest;
-using etrt::api::DefaultOption;
 using RawKind = etrt::backend::RawOption::Kind;
 
 extern "C" {
@@ -174,14 +119,14 @@ int etrt_profile_push_auto(int32_t policy, uint32_t* depth) {
 }
 
 int etrt_profile_pop(uint32_t depth) {
-  etrt::api::ThreadState* s = etrt::api::t_state.get();
+  etrt::api::CallerObjects* s = etrt::api::t_objects.get();
   if (s == nullptr || depth == 0 || depth != s->depth) return ETRT_E_OUT_OF_ORDER;
   s->slots[s->depth - 1]->guard()->~OptimizationProfileGuard();
   --s->depth;
   return ETRT_OK;
 }
 
-uint32_t etrt_profile_depth(void) { return etrt::api::t_state ? etrt::api::t_state->depth : 0; }
+uint32_t etrt_profile_depth(void) { return etrt::api::t_objects ? etrt::api::t_objects->depth : 0; }
 
 void etrt_profile_current(int32_t* kind, int32_t* index, int32_t* policy) {
   const ProfileRequest r = etrt::current_profile_request();
@@ -192,7 +137,7 @@ void etrt_profile_current(int32_t* kind, int32_t* index, int32_t* policy) {
 
 int etrt_report_create(void** report) {
   if (report == nullptr) return ETRT_E_INVALID_ARGUMENT;
-  etrt::api::ThreadState* s = etrt::api::thread_state();
+  etrt::api::CallerObjects* s = etrt::api::caller_objects();
   if (s == nullptr) return ETRT_E_NO_MEMORY;
   try {
     s->reports.reserve(s->reports.size() + 1);  // so that the push_back below cannot throw after the report exists
@@ -209,8 +154,8 @@ int etrt_report_create(void** report) {
 int etrt_report_destroy(void* report) {
   ExecutionReport* r = etrt::api::live_report(report);
   if (r == nullptr) return ETRT_E_BAD_HANDLE;
-  if (etrt::api::t_state->reports.back() != r) return ETRT_E_OUT_OF_ORDER;
-  etrt::api::t_state->reports.pop_back();
+  if (etrt::api::t_objects->reports.back() != r) return ETRT_E_OUT_OF_ORDER;
+  etrt::api::t_objects->reports.pop_back();
   delete r;
   return ETRT_OK;
 }
@@ -309,40 +254,12 @@ int etrt_set_default_load_option_string(const char* key, const char* value, char
   return etrt::api::set_default(key, RawKind::kString, false, 0, value, error, error_size);
 }
 
-void etrt_clear_default_load_options(const char* key) {
-  etrt::api::DefaultStore& s = etrt::api::store();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (key == nullptr) {
-    s.options.clear();
-    return;
-  }
-  for (auto it = s.options.begin(); it != s.options.end(); ++it) {
-    if (it->key == key) {
-      s.options.erase(it);
-      return;
-    }
-  }
-}
+void etrt_clear_default_load_options(const char* key) { etrt::backend::clear_default_load_options(key); }
 
 size_t etrt_default_load_options(char* buffer, size_t size) {
   std::string text;
   try {
-    etrt::api::DefaultStore& s = etrt::api::store();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    for (const DefaultOption& o : s.options) {
-      text += o.key;
-      switch (o.kind) {
-        case etrt::backend::RawOption::Kind::kBool:
-          text += o.bool_value ? "\tbool\t1\n" : "\tbool\t0\n";
-          break;
-        case etrt::backend::RawOption::Kind::kInt:
-          text += "\tint\t" + std::to_string(o.int_value) + "\n";
-          break;
-        case etrt::backend::RawOption::Kind::kString:
-          text += "\tstring\t" + o.string_value + "\n";
-          break;
-      }
-    }
+    text = etrt::backend::default_load_options_text();
   } catch (const std::bad_alloc&) {
     text.clear();
   }
@@ -350,6 +267,6 @@ size_t etrt_default_load_options(char* buffer, size_t size) {
   return text.size();
 }
 
-uint64_t etrt_default_load_options_reads(void) { return etrt::api::store().reads.load(); }
+uint64_t etrt_default_load_options_reads(void) { return etrt::backend::default_load_options_reads(); }
 
 }  // extern "C"

@@ -7,6 +7,7 @@
 
 #include <executorch/runtime/platform/log.h>
 
+#include "backend/default_load_options.h"
 #include "etrt/options.h"
 
 namespace etrt::backend {

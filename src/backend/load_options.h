@@ -69,7 +69,7 @@ struct RawOption {
 [[nodiscard]] Error apply_weight_streaming_spec(const void* value, size_t length, LoadOptions* options,
                                                 Diagnostic& why);
 
-// The options one delegate loads with: the process-wide defaults (apply_default_load_options), then each runtime
+// The options one delegate loads with: the process-wide defaults (default_load_options.h), then each runtime
 // spec over them, key by key. InvalidArgument, naming the option, for an unknown key or a bad value.
 [[nodiscard]] Error read_load_options(executorch::runtime::Span<const executorch::runtime::BackendOption> runtime_specs,
                                       LoadOptions* options, Diagnostic& why);
@@ -78,13 +78,5 @@ struct RawOption {
 // is runtime state; nothing about it is read from compile specs. InvalidArgument for a repeated or malformed spec.
 [[nodiscard]] Error read_compile_specs(executorch::runtime::ArrayRef<executorch::runtime::CompileSpec> specs,
                                        LoadOptions* options, Diagnostic& why);
-
-// Process-wide default load options, set through the C ABI (etrt/c_api.h, etrt_set_default_load_option_*) by
-// runtimes that pass no load options of their own (ExecuTorch's Python API). Applies them to `options`, in the order
-// they were first set. A delegate calls it when it loads, before it reads the runtime specs, so the load options a
-// runtime passes override the defaults key by key. Each value was checked when it was set, so this cannot fail; it
-// locks a mutex and allocates nothing when no default is set. Declared here, defined with the store the C ABI
-// writes (src/api/c_api.cpp), so that the backend never includes the layer above it.
-void apply_default_load_options(LoadOptions* options) noexcept;
 
 }  // namespace etrt::backend

@@ -36,11 +36,11 @@
 
 namespace {
 
-using etrt::make_shape;
-using etrt::Shape;
 using etrt::gpufree::Builder;
 using etrt::gpufree::DataType;
+using etrt::gpufree::make_shape;
 using etrt::gpufree::MemoryKind;
+using etrt::gpufree::Shape;
 using json = nlohmann::json;
 
 std::string g_dir;
@@ -55,8 +55,8 @@ struct Profile {
 
 std::vector<uint8_t> built(const Builder& b, const std::string& label) {
   std::string error;
-  auto bytes = b.build(&error);
-  if (bytes.empty()) std::fprintf(stderr, "make_fixtures: engine %s: %s\n", label.c_str(), error.c_str());
+  std::vector<uint8_t> bytes;
+  if (!b.build(&bytes, &error)) std::fprintf(stderr, "make_fixtures: engine %s: %s\n", label.c_str(), error.c_str());
   return bytes;
 }
 

@@ -10,11 +10,20 @@
 namespace etrt::contract {
 namespace {
 
-Shape to_shape(const std::vector<int64_t>& dims) {
-  Shape s;
+gpufree::Shape to_shape(const std::vector<int64_t>& dims) {
+  gpufree::Shape s;
   s.rank = static_cast<int32_t>(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) s.d[i] = dims[i];
   return s;
+}
+
+// The models speak etrt's element types, the Builder its own (the GPU-free NvInfer stands alone): one spelling names
+// one type in both.
+gpufree::DataType to_gpufree(DataType type) {
+  auto code = gpufree::DataType::kFloat32;
+  while (gpufree::element_size(code) != 0 && std::strcmp(gpufree::to_string(code), to_string(type)) != 0)
+    code = static_cast<gpufree::DataType>(static_cast<uint8_t>(code) + 1);
+  return code;  // past the last type, which the build refuses, when etrt has one the Builder does not
 }
 
 }  // namespace
@@ -24,8 +33,8 @@ bool is_nvidia() { return false; }
 
 std::vector<uint8_t> build_plan(const ModelSpec& model, std::string* error) {
   gpufree::Builder b(model.label);
-  for (const TensorSpec& t : model.inputs) b.add_input(t.name, t.dtype, to_shape(t.shape));
-  for (const TensorSpec& t : model.outputs) b.add_output(t.name, t.dtype, to_shape(t.shape));
+  for (const TensorSpec& t : model.inputs) b.add_input(t.name, to_gpufree(t.dtype), to_shape(t.shape));
+  for (const TensorSpec& t : model.outputs) b.add_output(t.name, to_gpufree(t.dtype), to_shape(t.shape));
   for (const std::vector<Bounds>& profile : model.profiles) {
     const int32_t p = b.add_profile();
     for (size_t i = 0; i < profile.size(); ++i) {
@@ -58,12 +67,14 @@ std::vector<uint8_t> build_plan(const ModelSpec& model, std::string* error) {
     }
   }
   b.set_memory_kind(gpufree::MemoryKind::kHost).set_tracing(false);
-  return b.build(error);
+  std::vector<uint8_t> plan;
+  if (!b.build(&plan, error)) plan.clear();
+  return plan;
 }
 
 Memory::Memory(size_t bytes) : size_(bytes) {
-  const size_t rounded = (bytes + engine::kIoAddressAlignment - 1) / engine::kIoAddressAlignment *
-                         engine::kIoAddressAlignment;
+  const size_t rounded =
+      (bytes + engine::kIoAddressAlignment - 1) / engine::kIoAddressAlignment * engine::kIoAddressAlignment;
   data_ = std::aligned_alloc(engine::kIoAddressAlignment, rounded > 0 ? rounded : engine::kIoAddressAlignment);
   std::memset(data_, 0, rounded > 0 ? rounded : engine::kIoAddressAlignment);
 }

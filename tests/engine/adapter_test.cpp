@@ -206,7 +206,8 @@ TEST(AdapterLoad, OnlyAnOutputCanBeDataDependent) {
       .identity("x", "y")
       .mark_data_dependent("x");
   std::string error;
-  EXPECT_TRUE(b.build(&error).empty());
+  std::vector<uint8_t> bytes;
+  EXPECT_FALSE(b.build(&bytes, &error));
   EXPECT_TRUE(has(error, "mark_data_dependent('x'): no output of that name")) << error;
 }
 

@@ -289,8 +289,8 @@ Json read_json(const fs::path& path) {
   return Json::parse(in);
 }
 
-Shape shape_of(const Json& dims) {
-  Shape s;
+gpufree::Shape shape_of(const Json& dims) {
+  gpufree::Shape s;
   for (const Json& d : dims) s.d[s.rank++] = d.get<int64_t>();
   return s;
 }

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <new>
 #include <string>
@@ -29,6 +30,25 @@ namespace etrt::gpufree::testing {
 using engine::ContextOptions;
 using engine::Engine;
 using engine::ExecutionContext;
+
+// Shapes: the seam reads and takes etrt::Shape, the Builder and the trace gpufree::Shape (the GPU-free NvInfer
+// includes nothing of etrt's, as NVIDIA's does not). Shape is the seam's here; make_shape gives a shape that
+// converts to either, so one spelling serves a test that builds an engine and then drives it.
+using Shape = etrt::Shape;
+struct AnyShape {
+  etrt::Shape shape;
+  operator etrt::Shape() const { return shape; }  // NOLINT(google-explicit-constructor): the point of the type
+  operator gpufree::Shape() const {               // NOLINT(google-explicit-constructor)
+    gpufree::Shape s;
+    s.rank = shape.rank;
+    for (int32_t i = 0; i < shape.rank && i < gpufree::kMaxRank; ++i) s.d[i] = shape.d[i];
+    return s;
+  }
+};
+template <typename Int>
+AnyShape make_shape(std::initializer_list<Int> dims) {
+  return AnyShape{etrt::make_shape(dims)};
+}
 
 inline constexpr int32_t kDecode = 0;
 inline constexpr int32_t kPrefill = 1;
@@ -104,8 +124,8 @@ inline AlignedVector<float> expected_logits(const AlignedVector<int64_t>& ids) {
 
 inline std::vector<uint8_t> build_or_fail(const Builder& b) {
   std::string error;
-  std::vector<uint8_t> bytes = b.build(&error);
-  EXPECT_FALSE(bytes.empty()) << error;
+  std::vector<uint8_t> bytes;
+  EXPECT_TRUE(b.build(&bytes, &error)) << error;
   return bytes;
 }
 

@@ -17,15 +17,15 @@ namespace {
 // The engine itself: the first enqueue after a shape change cannot be captured; after a plain one it can.
 TEST(GraphCudaEngine, FirstEnqueueAfterAShapeChangeRefusesCaptureAndTheNextCaptures) {
   etrt::gpufree::Builder b("graph_capture_rule");
-  b.add_input("x", etrt::gpufree::DataType::kFloat32, etrt::make_shape({1, -1}))
-      .add_output("y", etrt::gpufree::DataType::kFloat32, etrt::make_shape({1, -1}))
+  b.add_input("x", etrt::gpufree::DataType::kFloat32, etrt::gpufree::make_shape({1, -1}))
+      .add_output("y", etrt::gpufree::DataType::kFloat32, etrt::gpufree::make_shape({1, -1}))
       .scale("x", 2.0f, "y")
       .set_memory_kind(etrt::gpufree::MemoryKind::kDevice);
-  b.set_profile_shape(b.add_profile(), "x", etrt::make_shape({1, 1}), etrt::make_shape({1, 4}),
-                      etrt::make_shape({1, 8}));
+  b.set_profile_shape(b.add_profile(), "x", etrt::gpufree::make_shape({1, 1}), etrt::gpufree::make_shape({1, 4}),
+                      etrt::gpufree::make_shape({1, 8}));
   std::string error;
-  const std::vector<uint8_t> bytes = b.build(&error);
-  ASSERT_FALSE(bytes.empty()) << error;
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(b.build(&bytes, &error)) << error;
   etrt::Diagnostic why;
   std::unique_ptr<etrt::engine::Engine> engine;
   ASSERT_EQ(etrt::engine::tensorrt::deserialize(bytes.data(), bytes.size(), 0, &engine, why), etrt::Error::Ok)

@@ -31,15 +31,15 @@ std::unique_ptr<Engine> streaming_engine(const std::string& label, int64_t budge
   etrt::gpufree::Builder b(label);
   std::vector<float> w(16, 0.0f);
   for (size_t i = 0; i < 4; ++i) w[i * 4 + i] = 3.0f;
-  b.add_input("x", etrt::gpufree::DataType::kFloat32, etrt::make_shape({1, 4}))
-      .add_output("y", etrt::gpufree::DataType::kFloat32, etrt::make_shape({1, 4}))
-      .add_constant("w", etrt::make_shape({4, 4}), w)
+  b.add_input("x", etrt::gpufree::DataType::kFloat32, etrt::gpufree::make_shape({1, 4}))
+      .add_output("y", etrt::gpufree::DataType::kFloat32, etrt::gpufree::make_shape({1, 4}))
+      .add_constant("w", etrt::gpufree::make_shape({4, 4}), w)
       .matmul("x", "w", "y")
       .enable_weight_streaming()
       .set_memory_kind(etrt::gpufree::MemoryKind::kDevice);
   std::string error;
-  const std::vector<uint8_t> bytes = b.build(&error);
-  EXPECT_FALSE(bytes.empty()) << error;
+  std::vector<uint8_t> bytes;
+  EXPECT_TRUE(b.build(&bytes, &error)) << error;
   Diagnostic why;
   std::unique_ptr<Engine> engine;
   EXPECT_EQ(etrt::engine::tensorrt::deserialize(bytes.data(), bytes.size(), 0, &engine, why), Error::Ok) << why.c_str();

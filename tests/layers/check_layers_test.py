@@ -1,12 +1,22 @@
 #!/usr/bin/env python3
 """The layer check's own tests (CTest etrt_check_layers_selftest): tools/check_layers.py with the project's rules
-(tools/layers.txt) over small trees made here, each with one include that is, or is not, allowed."""
+(tools/layers.txt) over small trees made here, each with one include, or one call between object files, that is, or
+is not, allowed.
 
+    check_layers_test.py [--cxx COMPILER] [--nm NM] [unittest arguments]
+
+The link-level tests compile their small trees with COMPILER (default: c++) and read them with NM (default: nm)."""
+
+import json
+import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
 import unittest
+
+TOOLS = {"cxx": os.environ.get("CXX", "c++"), "nm": "nm"}
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHECKER = ROOT / "tools" / "check_layers.py"
@@ -96,6 +106,66 @@ class CheckLayersTest(unittest.TestCase):
             self.assertEqual(rc, 1, out)
             self.assertIn("known wrong-way include src/backend/tensorrt_backend.cpp -> api/hook.h is gone", out)
 
+    def link_check(self, sources, rules=RULES):
+        """Compiles `sources` (path -> C++ text) into objects, writes their compile_commands.json and runs the checker
+        with --build over them; returns (exit status, output)."""
+        if shutil.which(TOOLS["cxx"]) is None or shutil.which(TOOLS["nm"]) is None:
+            self.skipTest(f"needs {TOOLS['cxx']} and {TOOLS['nm']}")
+        with tempfile.TemporaryDirectory() as tmp:
+            root = pathlib.Path(tmp) / "tree"
+            build = pathlib.Path(tmp) / "build"
+            entries = []
+            for rel, text in sources.items():
+                source = root / rel
+                source.parent.mkdir(parents=True, exist_ok=True)
+                source.write_text(text)
+                output = f"objects/{rel}.o"
+                (build / output).parent.mkdir(parents=True, exist_ok=True)
+                command = [TOOLS["cxx"], "-c", str(source), "-o", output]
+                subprocess.run(command, cwd=build, check=True)
+                entries.append({"directory": str(build), "command": " ".join(command), "file": str(source),
+                                "output": output})
+            (build / "compile_commands.json").write_text(json.dumps(entries))
+            done = subprocess.run([sys.executable, str(CHECKER), "--root", str(root), "--rules", str(rules),
+                                   "--build", str(build), "--nm", TOOLS["nm"]], capture_output=True, text=True)
+        return done.returncode, done.stdout + done.stderr
+
+    def test_a_call_downward_passes_at_link_level(self):
+        rc, out = self.link_check({
+            "src/profile/selection.cpp": "int choose() { return 1; }\n",
+            "src/backend/delegate_executor.cpp": "int choose();\nint execute() { return choose(); }\n",
+        })
+        self.assertEqual(rc, 0, out)
+
+    def test_a_call_upward_fails_at_link_level_naming_file_layers_and_symbol(self):
+        # Declared where the backend may look (no include shows anything wrong), defined in the layer above it.
+        rc, out = self.link_check({
+            "src/api/c_api.cpp": "namespace etrt::backend { void apply_defaults(int*) {} }\n",
+            "src/backend/load_options.cpp":
+                "namespace etrt::backend { void apply_defaults(int*); void read() { apply_defaults(nullptr); } }\n",
+        })
+        self.assertEqual(rc, 1, out)
+        self.assertIn("src/backend/load_options.cpp: backend uses etrt::backend::apply_defaults(int*), defined only "
+                      "in api (link level)", out)
+
+    def test_a_library_behind_another_layers_headers_counts_as_that_layer(self):
+        # The adapter calls the GPU-free NvInfer's C entry point, which NvInferRuntime.h declares.
+        files = {
+            "nvinfer/src/runtime.cpp": 'extern "C" void* etrt_gpufree_createInferRuntime() { return nullptr; }\n',
+            "src/engine/tensorrt/tensorrt_engine.cpp":
+                'extern "C" void* etrt_gpufree_createInferRuntime();\nvoid* load() '
+                "{ return etrt_gpufree_createInferRuntime(); }\n",
+        }
+        rc, out = self.link_check(files)
+        self.assertEqual(rc, 0, out)
+        # Only the adapter's sources may include NvInfer, so only they may call it.
+        rc, out = self.link_check({**files, "src/engine/engine.cpp":
+                                   'extern "C" void* etrt_gpufree_createInferRuntime();\nvoid* other() '
+                                   "{ return etrt_gpufree_createInferRuntime(); }\n"})
+        self.assertEqual(rc, 1, out)
+        self.assertIn("src/engine/engine.cpp: engine uses etrt_gpufree_createInferRuntime, defined only in "
+                      "gpufree-src (link level)", out)
+
     def test_a_malformed_rules_file_is_refused(self):
         with tempfile.TemporaryDirectory() as tmp:
             rules = pathlib.Path(tmp) / "layers.txt"
@@ -106,4 +176,11 @@ class CheckLayersTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    argv = sys.argv[:1]
+    args = iter(sys.argv[1:])
+    for arg in args:
+        if arg in ("--cxx", "--nm"):
+            TOOLS[arg[2:]] = next(args)
+        else:
+            argv.append(arg)
+    unittest.main(argv=argv)

@@ -1,6 +1,6 @@
 #pragma once
 // Builds reference engines: declare IO tensors, optimization profiles,
-// constants and ops, then build() validates the graph and returns the
+// constants and ops, then build() validates the graph and writes the
 // serialized engine -- bytes that go wherever a TensorRT plan would (a .pte's
 // TensorRT blob, IRuntime::deserializeCudaEngine).
 //
@@ -15,13 +15,13 @@
 //    .embedding("ids", "table", "hidden")        // "hidden" becomes an intermediate, in scratch memory
 //    .matmul("hidden", "w", "logits");
 //   std::string error;
-//   std::vector<uint8_t> engine = b.build(&error);   // empty, with the reason, if the graph is invalid
+//   std::vector<uint8_t> engine;
+//   if (!b.build(&engine, &error)) ...            // false, with the reason, if the graph is invalid
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "common/shape.h"
 #include "etrt_gpufree/types.h"
 
 namespace etrt::gpufree {
@@ -95,8 +95,8 @@ class ETRT_GPUFREE_API Builder {
   // streamable weight, so getStreamableWeightsSize() > 0 and the budget calls apply. Default off.
   Builder& enable_weight_streaming(bool enabled = true);
 
-  // The serialized engine, or empty with the reason in *error.
-  std::vector<uint8_t> build(std::string* error) const;
+  // The serialized engine into *engine; false, with the reason in *error, if the graph is invalid.
+  [[nodiscard]] bool build(std::vector<uint8_t>* engine, std::string* error) const;
 
  private:
   struct IoSpec {

@@ -35,7 +35,6 @@
 #include <string>
 #include <vector>
 
-#include "common/shape.h"
 #include "etrt_gpufree/types.h"
 
 namespace etrt::gpufree {

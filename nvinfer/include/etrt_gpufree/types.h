@@ -1,15 +1,14 @@
 #pragma once
 // Vocabulary of the GPU-free NvInfer implementation's own API (builder.h,
-// trace.h): element types as its engine format stores them, where an engine's
-// tensors live, and a tensor's description. Not part of NvInfer; etrt's
-// adapter never includes this.
+// trace.h): element types as its engine format stores them, shapes, where an
+// engine's tensors live, and a tensor's description. Not part of NvInfer; etrt's
+// adapter never includes this. Like NVIDIA's headers, it includes nothing of
+// etrt's: the library stands alone (nvinfer/README.md).
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
-
-#include "common/data_type.h"
-#include "common/shape.h"
 
 // What the library exports; everything else in it is hidden.
 #define ETRT_GPUFREE_API __attribute__((visibility("default")))
@@ -19,10 +18,48 @@ namespace etrt::gpufree {
 // An opaque CUDA stream (cudaStream_t), or nullptr; opaque so no CUDA header is needed.
 using StreamHandle = void*;
 
-// Element types, with the values the engine format stores (format.h), their sizes and spellings.
-using etrt::DataType;
-using etrt::element_size;
-using etrt::to_string;
+// Element types. Their values, 0 to 7 in this order, are the engine format's dtype codes (format.h;
+// python/etrt/reference_engine mirrors them): append, never reorder.
+enum class DataType : uint8_t { kFloat32, kFloat16, kBFloat16, kInt8, kUInt8, kInt32, kInt64, kBool };
+
+namespace types_detail {
+inline constexpr size_t kSizes[] = {4, 2, 2, 1, 1, 4, 8, 1};  // by DataType value
+inline constexpr const char* kNames[] = {"float32", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool"};
+inline constexpr size_t kCount = sizeof(kSizes) / sizeof(kSizes[0]);
+}  // namespace types_detail
+
+// Bytes per element; 0 for a code outside the enum (a damaged engine: callers refuse it).
+constexpr size_t element_size(DataType type) {
+  return static_cast<size_t>(type) < types_detail::kCount ? types_detail::kSizes[static_cast<size_t>(type)] : 0;
+}
+
+// The spelling messages and engine descriptions use ("float32", "int64", ...); "unknown" outside the enum.
+constexpr const char* to_string(DataType type) {
+  return static_cast<size_t>(type) < types_detail::kCount ? types_detail::kNames[static_cast<size_t>(type)] : "unknown";
+}
+
+// A tensor's dims, as NvInfer's Dims64 holds them: at most kMaxRank, -1 marking a dynamic one.
+inline constexpr int32_t kMaxRank = 8;
+struct Shape {
+  int32_t rank = 0;
+  int64_t d[kMaxRank] = {};
+
+  friend constexpr bool operator==(const Shape& a, const Shape& b) {
+    int32_t i = 0;
+    while (a.rank == b.rank && i < a.rank && a.d[i] == b.d[i]) ++i;
+    return a.rank == b.rank && i == a.rank;
+  }
+  friend constexpr bool operator!=(const Shape& a, const Shape& b) { return !(a == b); }
+};
+
+// make_shape({1, -1, 16}); a list longer than kMaxRank gives rank -1, which the builder refuses.
+template <typename Int>
+constexpr Shape make_shape(std::initializer_list<Int> dims) {
+  Shape shape;
+  shape.rank = dims.size() <= static_cast<size_t>(kMaxRank) ? static_cast<int32_t>(dims.size()) : -1;
+  for (int32_t i = 0; i < shape.rank; ++i) shape.d[i] = static_cast<int64_t>(dims.begin()[i]);
+  return shape;
+}
 
 // Host: the engine's "device" is the CPU, its tensors are host memory and its
 // ops run on the calling thread. Device (CUDA mode): CUDA kernels over device
