@@ -32,11 +32,14 @@
  *    (etrt inspect, etrt validate), so they refuse what a load refuses, with
  *    its message. etrt_build_has_cuda() and etrt_device_memory() say what
  *    this build and machine can run.
+ *  - etrt_delegate_resolve() (version 3): the blob against its engine as a delegate load resolves them (the
+ *    bindings, in-place aliases, profile signature and delegate-owned states), for etrt validate and etrt inspect.
  *
  * History: version 1, the guards, reports, counters, state, last error and
  * default load options; version 2 adds the readers (etrt_text,
  * etrt_*_describe, etrt_build_has_cuda, etrt_device_memory,
- * ETRT_E_NOT_SUPPORTED) and changes nothing of version 1.
+ * ETRT_E_NOT_SUPPORTED) and changes nothing of version 1; version 3 adds
+ * etrt_delegate_resolve and changes nothing of version 2.
  */
 
 #include <stddef.h>
@@ -49,7 +52,7 @@ extern "C" {
 #define ETRT_C_API __attribute__((visibility("default")))
 
 /** The version of this header; etrt_abi_version() returns the library's. */
-#define ETRT_ABI_VERSION 2
+#define ETRT_ABI_VERSION 3
 
 /** Return codes. */
 #define ETRT_OK 0
@@ -247,6 +250,25 @@ ETRT_C_API int etrt_blob_describe(const void* data, size_t size, etrt_text** out
  * etrt_blob_describe. The text is linear in the engine's size.
  */
 ETRT_C_API int etrt_engine_describe(const void* data, size_t size, etrt_text** out);
+
+/**
+ * Resolves a TR01/TR02 blob against its engine as a delegate load does after deserializing it (version 3): the blob's
+ * IO bindings against the engine's IO tensors (or the engine's own IO, without io_bindings), the in-place aliases
+ * (aliased_io and the engine's own), the profile table and the blob's profile signature against it, and each
+ * delegate_state entry's shapes, with the load's rules and messages; no context is created and no named data read,
+ * so a CUDA-mode engine of the GPU-free NvInfer is resolved on a build without CUDA. ETRT_OK: *out is a JSON object:
+ * "inputs" and "outputs" (the delegate's arguments in order: "name", the engine's "dtype" and "shape", and
+ * "alias_of", the input an output is written into in place), "aliases" ("output", "input", "kind", "entry": the
+ * aliased_io index, or -1 for an alias only the engine declares), "num_profiles", "states" ("name", "input",
+ * "output", "in_place", "dtype", "shape", "bytes"), and "refusal": null when a load would get past these steps, else
+ * the first refusal, what resolved before it listed: "message" (the load's, at most 4 KiB), "entry" (the aliased_io or
+ * delegate_state index, or -1) and "rule": "engine" (the engine does not deserialize), "io", "alias-unknown-kind",
+ * "alias-unknown-tensor", "alias-engine-mismatch", "alias-shape-mismatch", "alias-conflict", "profiles", "signature"
+ * or "state". ETRT_E_FAILED: *out is the blob reader's refusal. ETRT_E_NOT_SUPPORTED: *out says why this build
+ * resolves no engines without a GPU (one built against NVIDIA's TensorRT). Arguments and memory as
+ * etrt_blob_describe; the text is linear in the metadata and the engine's IO.
+ */
+ETRT_C_API int etrt_delegate_resolve(const void* data, size_t size, etrt_text** out);
 
 /** 1 when this libetrt was built with CUDA (device engines run only on such a build), else 0. */
 ETRT_C_API int etrt_build_has_cuda(void);

@@ -122,7 +122,8 @@ inline bool is_static(const Shape& s) {
 
 // Bounds that keep a crafted blob from asking for absurd work or memory (docs/limits.md says why each is far above
 // any real engine). The decoder checks every count against them before allocating anything sized by it, and
-// validate() holds built engines to the same numbers. python/etrt/reference_engine.py mirrors them.
+// validate() holds built engines to the same numbers. Python reads engines through this decoder (libetrt's
+// etrt_engine_describe); python/etrt/reference_engine/format.py repeats the numbers only for its engine writer.
 inline constexpr int64_t kMaxDim = (int64_t{1} << 31) - 1;
 inline constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 40;  // one IO tensor at a profile's max shapes
 inline constexpr int64_t kMaxSwitchCostNs = 10'000'000'000;     // 10 s

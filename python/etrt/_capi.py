@@ -11,7 +11,7 @@ import ctypes
 from typing import Optional
 
 #: The C ABI version this module speaks (ETRT_ABI_VERSION).
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 OK = 0
 E_INVALID_ARGUMENT = 1
@@ -85,6 +85,8 @@ _SIGNATURES = {
     "etrt_engine_describe": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]),
     "etrt_build_has_cuda": (ctypes.c_int, []),
     "etrt_device_memory": (ctypes.c_int, [ctypes.c_int32, ctypes.POINTER(ctypes.c_uint64)]),
+    # Version 3: the loader's resolution of a blob against its engine (etrt._reader.resolve_delegate).
+    "etrt_delegate_resolve": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]),
 }
 
 
@@ -126,10 +128,11 @@ class CApi:
         return (self.last_error_message() or b"").decode("utf-8", errors="replace")
 
     def read(self, which: str, data: bytes):
-        """``(code, text)`` of ``etrt_<which>_describe`` on ``data``: the JSON description (OK), the refusal
-        (E_FAILED, E_NOT_SUPPORTED), or None as text (E_INVALID_ARGUMENT, E_NO_MEMORY)."""
+        """``(code, text)`` of ``etrt_<which>`` (``blob_describe``, ``engine_describe``, ``delegate_resolve``) on
+        ``data``: the JSON answer (OK), the refusal (E_FAILED, E_NOT_SUPPORTED), or None as text
+        (E_INVALID_ARGUMENT, E_NO_MEMORY)."""
         handle = ctypes.c_void_p()
-        code = getattr(self, f"{which}_describe")(data, len(data), ctypes.byref(handle))
+        code = getattr(self, which)(data, len(data), ctypes.byref(handle))
         if not handle.value:
             return code, None
         try:

@@ -1,5 +1,6 @@
 """The runtime's readers, through libetrt's C ABI (``etrt_blob_describe``,
-``etrt_engine_describe``; ``include/etrt/c_api.h``, version 2).
+``etrt_engine_describe``, ``etrt_delegate_resolve``; ``include/etrt/c_api.h``,
+version 3).
 
 ``etrt inspect``, ``etrt validate`` and every other reader of a blob or a
 GPU-free engine in this package ask the runtime: the bytes go through
@@ -80,18 +81,26 @@ def _read(which: str, data: bytes) -> Dict[str, Any]:
     if code == _capi.OK and text is not None:
         return json.loads(text)
     if text is None:
-        raise MemoryError(f"libetrt could not describe a {len(data)}-byte {which} (code {code})")
+        raise MemoryError(f"libetrt could not answer etrt_{which} on {len(data)} bytes (code {code})")
     raise Refused(text, not_supported=code == _capi.E_NOT_SUPPORTED)
 
 
 def describe_blob(data: bytes) -> Dict[str, Any]:
     """``etrt_blob_describe``: the header fields and ``"metadata"`` as a dict; raises :class:`Refused`."""
-    return _read("blob", data)
+    return _read("blob_describe", data)
 
 
 def describe_engine(data: bytes) -> Dict[str, Any]:
     """``etrt_engine_describe``: a GPU-free engine as a dict; raises :class:`Refused`."""
-    return _read("engine", data)
+    return _read("engine_describe", data)
+
+
+def resolve_delegate(data: bytes) -> Dict[str, Any]:
+    """``etrt_delegate_resolve``: a blob against its (GPU-free) engine as a delegate load resolves them -- the
+    arguments, in-place aliases, profile signature and delegate-owned states -- as a dict whose ``"refusal"`` is None
+    or the load's first refusal (``"rule"``, ``"entry"``, ``"message"``); raises :class:`Refused` for a blob the
+    reader refuses, or (``not_supported``) on a build that resolves no engines without a GPU."""
+    return _read("delegate_resolve", data)
 
 
 def build_has_cuda() -> bool:

@@ -235,7 +235,7 @@ def _spec_text(key: str, value: Any) -> str:
 def _alias_lines(d: Dict[str, Any]) -> List[str]:
     lines = []
     for a in d["aliases"]:
-        if a["status"] == "refused" and a["detail"].startswith("unknown kind"):
+        if a["status"] == "refused":
             lines.append(f"aliased: output {a['output']} -> input {a['input']}: {a['detail']}")
         else:
             lines.append(f"aliased: output {a['output']} is written in place into input {a['input']} ({a['detail']})")

@@ -1,4 +1,4 @@
-// The C ABI's readers (include/etrt/c_api.h, version 2): thin glue over backend/inspection.h.
+// The C ABI's readers (include/etrt/c_api.h, versions 2 and 3): thin glue over backend/inspection.h.
 #include <new>
 #include <string>
 
@@ -45,6 +45,10 @@ int etrt_blob_describe(const void* data, size_t size, etrt_text** out) {
 
 int etrt_engine_describe(const void* data, size_t size, etrt_text** out) {
   return read(etrt::backend::describe_engine, data, size, out);
+}
+
+int etrt_delegate_resolve(const void* data, size_t size, etrt_text** out) {
+  return read(etrt::backend::resolve_delegate, data, size, out);
 }
 
 int etrt_build_has_cuda(void) { return etrt::backend::built_with_cuda() ? 1 : 0; }

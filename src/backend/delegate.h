@@ -20,6 +20,7 @@
 #include "backend/delegate_state.h"
 #include "backend/device.h"
 #include "backend/execution_trace.h"
+#include "backend/io_resolution.h"
 #include "backend/io_slot.h"
 #include "backend/load_options.h"
 #include "backend/scratch_pool.h"
@@ -107,11 +108,10 @@ class Delegate {
 
   // ---- load (delegate_loader.cpp), in order ----
   Error deserialize(const blob::ParsedBlob& parsed, DeviceGuard& device, Diagnostic& why);
-  Error bind_io(const blob::Metadata& metadata, Diagnostic& why);
-  Error resolve_aliases(const blob::Metadata& metadata, Diagnostic& why);
+  void adopt(const blob::Metadata& metadata, Resolution& io);
   Error apply_weight_streaming(Diagnostic& why);
-  Error build_profile_table(Diagnostic& why);
-  Error bind_state(const blob::Metadata& metadata, const executorch::runtime::NamedDataMap* data, Diagnostic& why);
+  Error bind_state(const blob::Metadata& metadata, const std::vector<ResolvedState>& states,
+                   const executorch::runtime::NamedDataMap* data, Diagnostic& why);
   Error create_contexts(engine::StreamHandle stream, const void* program, Diagnostic& why);
   Error prepare_staging(engine::StreamHandle stream, Diagnostic& why);
   Error plan_output_staging(engine::StreamHandle stream, std::vector<size_t>* bytes, Diagnostic& why);
@@ -207,7 +207,7 @@ class Delegate {
     DeviceBuffer output_buffer;  // !in_place: where the engine writes the new value
   };
   std::vector<OwnedState> states_;
-  size_t num_free_aliased_ = 0;    // aliased outputs that are not a state's: the call may leave them out
+  size_t num_free_aliased_ = 0;     // aliased outputs that are not a state's: the call may leave them out
   bool writes_back_state_ = false;  // some state is not updated in place
 
   // Per-execution scratch, sized once at load so execute() never allocates.

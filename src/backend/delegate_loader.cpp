@@ -10,7 +10,7 @@
 #include <executorch/runtime/platform/log.h>
 
 #include "backend/delegate.h"
-#include "backend/signature_check.h"
+#include "backend/io_resolution.h"
 #include "backend/staging.h"
 #include "common/shape_text.h"
 #include "common/utf8.h"
@@ -18,90 +18,6 @@
 
 namespace etrt::backend {
 namespace {
-
-// Engine IO name -> engine index (NameIndex in io_slot.h).
-NameIndex index_engine_io(const engine::Engine& engine) {
-  NameIndex index;
-  index.reserve(static_cast<size_t>(engine.num_io_tensors()));
-  for (int32_t i = 0; i < engine.num_io_tensors(); ++i) index.emplace(engine.io_tensor(i).name, i);
-  return index;
-}
-
-// The slot of IO tensor `engine_index` of `engine`, refusing what etrt cannot bind.
-Error make_slot(const engine::Engine& engine, int32_t engine_index, IoSlot* slot, Diagnostic& why) {
-  const engine::TensorDesc& desc = engine.io_tensor(engine_index);
-  if (desc.is_shape_tensor) {
-    return fail(why, Error::NotSupported,
-                "input '%s' is a TensorRT shape tensor; etrt supports only execution tensors as delegate IO. Rebuild "
-                "the engine so that shapes reach it through execution tensors",
-                desc.display_name.c_str());
-  }
-  *slot = IoSlot{desc.name, desc.display_name, engine_index, desc.dtype};
-  slot->scalar_type = scalar_type_of(desc.dtype);
-  return Error::Ok;
-}
-
-// The number after the last '.' or '_' of `name` (e.g. "output_1" -> 1), or -1.
-int64_t name_index(const std::string& name) {
-  const size_t at = name.find_last_of("._");
-  if (at == std::string::npos || at + 1 == name.size() || name.size() - at > 10) return -1;
-  int64_t index = 0;
-  for (size_t i = at + 1; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return -1;
-    index = index * 10 + (name[i] - '0');
-  }
-  return index;
-}
-
-// A blob without io_bindings: every engine IO tensor is an argument, inputs then outputs. Within each, the order
-// the names' numeric suffixes give ("input_0", "input_1", ...: how exporters name delegate IO) when every name has
-// a distinct one, else the engine's order.
-Error slots_from_engine(const engine::Engine& engine, std::vector<IoSlot>* inputs, std::vector<IoSlot>* outputs,
-                        Diagnostic& why) {
-  for (const bool is_input : {true, false}) {
-    std::vector<int32_t> order;
-    for (int32_t i = 0; i < engine.num_io_tensors(); ++i)
-      if (engine.io_tensor(i).is_input == is_input) order.push_back(i);
-    auto by_suffix = [&engine](int32_t a, int32_t b) {
-      return name_index(engine.io_tensor(a).name) < name_index(engine.io_tensor(b).name);
-    };
-    std::vector<int32_t> sorted = order;
-    std::stable_sort(sorted.begin(), sorted.end(), by_suffix);
-    bool distinct = true;
-    for (size_t k = 0; k < sorted.size(); ++k)
-      distinct = distinct && name_index(engine.io_tensor(sorted[k]).name) >= 0 &&
-                 (k == 0 || by_suffix(sorted[k - 1], sorted[k]));
-    for (int32_t i : distinct ? sorted : order) {
-      IoSlot slot;
-      const Error made = make_slot(engine, i, &slot, why);
-      if (made != Error::Ok) return made;
-      (is_input ? inputs : outputs)->push_back(std::move(slot));
-    }
-  }
-  return Error::Ok;
-}
-
-// Makes output `o` write into input `i` in place; `where` names the alias in messages.
-Error link_alias(std::vector<IoSlot>& outputs, std::vector<IoSlot>& inputs, int32_t o, int32_t i, const char* where,
-                 size_t* num_aliased, Diagnostic& why) {
-  IoSlot& output = outputs[static_cast<size_t>(o)];
-  IoSlot& input = inputs[static_cast<size_t>(i)];
-  if (output.alias_of >= 0) {
-    return fail(why, Error::InvalidProgram,
-                "%s: output '%s' is already written in place into input '%s'; re-export the model", where,
-                output.display_name.c_str(), inputs[static_cast<size_t>(output.alias_of)].display_name.c_str());
-  }
-  if (input.alias_target) {
-    return fail(why, Error::InvalidProgram,
-                "%s: input '%s' is already updated in place by another output; an input takes one aliased output at "
-                "most: re-export the model",
-                where, input.display_name.c_str());
-  }
-  output.alias_of = i;
-  input.alias_target = true;
-  ++*num_aliased;
-  return Error::Ok;
-}
 
 // Bytes of a tensor of `shape` and `dtype`; 0 for a shape with a dynamic dim left.
 size_t bytes_of(const Shape& shape, engine::DataType dtype) {
@@ -137,13 +53,11 @@ Error Delegate::load(const void* blob, size_t size, const executorch::runtime::N
   const bool on_device = device_.device;
   const engine::StreamHandle stream = on_device ? load_stream() : nullptr;
 
-  status = bind_io(parsed.metadata, why);
-  if (status == Error::Ok) status = resolve_aliases(parsed.metadata, why);
+  Resolution io;
+  status = resolve(*engine_, parsed.metadata, &io, why);
+  if (status == Error::Ok) adopt(parsed.metadata, io);
   if (status == Error::Ok) status = apply_weight_streaming(why);
-  if (status == Error::Ok) status = build_profile_table(why);
-  if (status == Error::Ok && parsed.metadata.profile_signature)
-    status = check_signature(*parsed.metadata.profile_signature, table_, inputs_, why);
-  if (status == Error::Ok) status = bind_state(parsed.metadata, data, why);
+  if (status == Error::Ok) status = bind_state(parsed.metadata, io.states, data, why);
   if (status == Error::Ok) status = create_contexts(stream, data, why);
   if (status == Error::Ok) status = prepare_staging(stream, why);
   if (status == Error::Ok && on_device) status = finish_load_work(why);
@@ -186,108 +100,6 @@ Error Delegate::deserialize(const blob::ParsedBlob& parsed, DeviceGuard& device,
   return Error::Ok;
 }
 
-// Binds each blob IO binding to the engine tensor of the same name. The delegate's arguments are the inputs in
-// the order the bindings list them, then the outputs likewise; inputs and outputs may be interleaved.
-Error Delegate::bind_io(const blob::Metadata& metadata, Diagnostic& why) {
-  const engine::Engine& engine = *engine_;
-  if (metadata.io_bindings.empty()) {
-    const Error status = slots_from_engine(engine, &inputs_, &outputs_, why);
-    if (status != Error::Ok) return status;
-    ET_LOG(Info, "TensorRT delegate %s: the blob lists no io_bindings; took %zu inputs and %zu outputs from the engine",
-           name_, inputs_.size(), outputs_.size());
-    return Error::Ok;
-  }
-  const int32_t n_engine = engine.num_io_tensors();
-  if (static_cast<size_t>(n_engine) != metadata.io_bindings.size()) {
-    return fail(why, Error::InvalidProgram,
-                "the blob describes %zu IO tensors but the engine has %d; the blob and its engine do not belong "
-                "together: re-export the model",
-                metadata.io_bindings.size(), n_engine);
-  }
-  const NameIndex engine_io = index_engine_io(engine);
-  for (const blob::IoBinding& binding : metadata.io_bindings) {
-    const int32_t found = find_name(engine_io, binding.name);
-    if (found < 0) {
-      return fail(why, Error::InvalidProgram,
-                  "the blob names IO tensor '%s', which the engine does not have; re-export the model",
-                  escape_name(binding.name).c_str());
-    }
-    const engine::TensorDesc& desc = engine.io_tensor(found);
-    if (desc.is_input != binding.is_input) {
-      return fail(why, Error::InvalidProgram,
-                  "IO tensor '%s' is an %s in the blob but an %s of the engine; re-export the model",
-                  desc.display_name.c_str(), binding.is_input ? "input" : "output", desc.is_input ? "input" : "output");
-    }
-    IoSlot slot;
-    const Error made = make_slot(engine, found, &slot, why);
-    if (made != Error::Ok) return made;
-    (binding.is_input ? inputs_ : outputs_).push_back(std::move(slot));
-  }
-  return Error::Ok;
-}
-
-// Resolves the blob's aliased_io against the engine: each entry names an output written in place into an input.
-// kv_cache_update pairs must be the engine's own (getAliasedInputTensor); user pairs must have one shape and type.
-// An alias the engine reports but the blob does not list is applied too: TensorRT requires the output to share the
-// input's memory.
-Error Delegate::resolve_aliases(const blob::Metadata& metadata, Diagnostic& why) {
-  const engine::Engine& engine = *engine_;
-  const NameIndex outputs = index_names(outputs_), inputs = index_names(inputs_);
-  for (size_t k = 0; k < metadata.aliased_io.size(); ++k) {
-    const blob::AliasedIo& alias = metadata.aliased_io[k];
-    const std::string where = "aliased_io[" + std::to_string(k) + "] (output '" + escape_name(alias.output) +
-                              "', input '" + escape_name(alias.input) + "', kind '" + escape_name(alias.kind) + "')";
-    const int32_t o = find_name(outputs, alias.output);
-    const int32_t i = find_name(inputs, alias.input);
-    if (o < 0 || i < 0) {
-      return fail(why, Error::InvalidProgram, "%s names %s the delegate does not have; re-export the model",
-                  where.c_str(), o < 0 ? "an output" : "an input");
-    }
-    const engine::TensorDesc& out = engine.io_tensor(outputs_[static_cast<size_t>(o)].engine_index);
-    const engine::TensorDesc& in = engine.io_tensor(inputs_[static_cast<size_t>(i)].engine_index);
-    if (alias.kind == blob::kAliasKindKvCacheUpdate) {
-      if (out.aliased_input != inputs_[static_cast<size_t>(i)].engine_index) {
-        const std::string engine_says =
-            out.aliased_input < 0 ? "none" : "'" + engine.io_tensor(out.aliased_input).display_name + "'";
-        return fail(why, Error::InvalidProgram,
-                    "%s disagrees with the engine, whose alias for output '%s' is %s (getAliasedInputTensor); the "
-                    "blob and its engine do not belong together: re-export the model",
-                    where.c_str(), out.display_name.c_str(), engine_says.c_str());
-      }
-    } else if (alias.kind == blob::kAliasKindUser) {
-      if (out.shape != in.shape || out.dtype != in.dtype) {
-        return fail(why, Error::InvalidProgram,
-                    "%s: the output is %s %s but the input is %s %s; a user alias writes the output into the input's "
-                    "memory, so they must have one shape and type: re-export the model",
-                    where.c_str(), engine::to_string(out.dtype), shape_text(out.shape).c_str(),
-                    engine::to_string(in.dtype), shape_text(in.shape).c_str());
-      }
-    } else {
-      return fail(why, Error::InvalidProgram,
-                  "%s has an unknown kind; etrt knows '%s' and '%s': re-export the model with one of them",
-                  where.c_str(), blob::kAliasKindKvCacheUpdate, blob::kAliasKindUser);
-    }
-    const Error linked = link_alias(outputs_, inputs_, o, i, where.c_str(), &num_aliased_, why);
-    if (linked != Error::Ok) return linked;
-  }
-  std::vector<int32_t> input_slot(static_cast<size_t>(engine.num_io_tensors()), -1);  // engine index -> input slot
-  for (size_t k = 0; k < inputs_.size(); ++k)
-    input_slot[static_cast<size_t>(inputs_[k].engine_index)] = static_cast<int32_t>(k);
-  for (size_t o = 0; o < outputs_.size(); ++o) {
-    const engine::TensorDesc& out = engine.io_tensor(outputs_[o].engine_index);
-    if (out.aliased_input < 0 || outputs_[o].alias_of >= 0) continue;
-    const int32_t i = input_slot[static_cast<size_t>(out.aliased_input)];
-    const std::string where = "the engine's alias of output '" + out.display_name + "'";
-    const Error linked = link_alias(outputs_, inputs_, static_cast<int32_t>(o), i, where.c_str(), &num_aliased_, why);
-    if (linked != Error::Ok) return linked;
-    ET_LOG(Info,
-           "TensorRT delegate %s: output '%s' is written in place into input '%s' (the engine says so; the blob's "
-           "aliased_io does not list it)",
-           name_, out.display_name.c_str(), inputs_[static_cast<size_t>(i)].display_name.c_str());
-  }
-  return Error::Ok;
-}
-
 // Applies the weight-streaming budget before the engine's first context (TensorRT allows no change while one
 // exists): the one asked for, clamped to the streamable size, else TensorRT's automatic budget, falling back to
 // 0 (stream everything) if that is refused.
@@ -318,86 +130,49 @@ Error Delegate::apply_weight_streaming(Diagnostic& why) {
   return Error::Ok;
 }
 
-Error Delegate::build_profile_table(Diagnostic& why) {
-  const int32_t n_profiles = engine_->num_profiles();
-  std::vector<profile::InputBounds> bounds(inputs_.size());
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    bounds[i].name = inputs_[i].display_name;  // the table's names are for messages
-    for (int32_t p = 0; p < n_profiles; ++p) {
-      Shape mn, opt, mx;
-      const Error status = engine_->profile_shape(p, inputs_[i].engine_index, &mn, &opt, &mx, why);
-      if (status != Error::Ok) {
-        why.prepend("the engine reports no bounds for input '%s' under profile %d: ", inputs_[i].display_name.c_str(),
-                    p);
-        return status;
-      }
-      bounds[i].min.push_back(mn);
-      bounds[i].opt.push_back(opt);
-      bounds[i].max.push_back(mx);
-    }
+// Takes the slots and the profile table the blob's resolution against the engine built (io_resolution.h).
+void Delegate::adopt(const blob::Metadata& metadata, Resolution& io) {
+  inputs_ = std::move(io.inputs);
+  outputs_ = std::move(io.outputs);
+  table_ = std::move(io.table);
+  num_aliased_ = io.aliases.size();
+  if (metadata.io_bindings.empty())
+    ET_LOG(Info, "TensorRT delegate %s: the blob lists no io_bindings; took %zu inputs and %zu outputs from the engine",
+           name_, inputs_.size(), outputs_.size());
+  for (const ResolvedAlias& a : io.aliases) {
+    if (a.entry >= 0) continue;
+    ET_LOG(Info,
+           "TensorRT delegate %s: output '%s' is written in place into input '%s' (the engine says so; the blob's "
+           "aliased_io does not list it)",
+           name_, outputs_[static_cast<size_t>(a.output)].display_name.c_str(),
+           inputs_[static_cast<size_t>(a.input)].display_name.c_str());
   }
-  return profile::ProfileTable::build(n_profiles, Span<const profile::InputBounds>(bounds.data(), bounds.size()),
-                                      &table_, why);
 }
 
-// Gives each of the blob's delegate_state entries its storage (delegate_state.h): the input and output slots it names
-// are bound to it and leave the call's arguments. A state has one static shape in every profile, and its output the
-// input's type and shape; its initial value, when the blob names one, comes from the program's named data, at exactly
-// the state's size.
-Error Delegate::bind_state(const blob::Metadata& metadata, const executorch::runtime::NamedDataMap* data,
-                           Diagnostic& why) {
+// Gives each of the blob's delegate_state entries, checked by resolve_states (io_resolution.h), its storage
+// (delegate_state.h): the input and output slots it names are bound to it and leave the call's arguments. Its
+// initial value, when the blob names one, comes from the program's named data, at exactly the state's size.
+Error Delegate::bind_state(const blob::Metadata& metadata, const std::vector<ResolvedState>& states,
+                           const executorch::runtime::NamedDataMap* data, Diagnostic& why) {
   num_free_aliased_ = num_aliased_;
   if (metadata.delegate_state.empty()) return Error::Ok;
-  const NameIndex outputs = index_names(outputs_), inputs = index_names(inputs_);
   states_.reserve(metadata.delegate_state.size());
   for (size_t k = 0; k < metadata.delegate_state.size(); ++k) {
     const blob::DelegateState& entry = metadata.delegate_state[k];
+    const ResolvedState& resolved = states[k];
     const std::string state = escape_name(entry.name);
-    const int32_t i = find_name(inputs, entry.input);
-    const int32_t o = find_name(outputs, entry.output);
-    if (i < 0 || o < 0) {
-      return fail(why, Error::InvalidProgram,
-                  "delegate_state[%zu] '%s' names %s '%s', which the engine does not have; re-export the model", k,
-                  state.c_str(), i < 0 ? "input" : "output", escape_name(i < 0 ? entry.input : entry.output).c_str());
-    }
-    IoSlot& in = inputs_[static_cast<size_t>(i)];
-    IoSlot& out = outputs_[static_cast<size_t>(o)];
-    const Shape shape = table_.bounds(0, i).min;
-    for (int32_t p = 0; p < table_.num_profiles(); ++p) {
-      const profile::ShapeBounds b = table_.bounds(p, i);
-      if (b.min != shape || b.max != shape) {
-        return fail(why, Error::InvalidProgram,
-                    "state '%s' (input '%s') accepts %s..%s under profile %d, but a delegate-owned state has one "
-                    "static shape (%s under profile 0) in every profile; rebuild the engine with a static cache shape",
-                    state.c_str(), in.display_name.c_str(), shape_text(b.min).c_str(), shape_text(b.max).c_str(), p,
-                    shape_text(shape).c_str());
-      }
-    }
-    const engine::TensorDesc& out_desc = engine_->io_tensor(out.engine_index);
-    const bool in_place = out.alias_of == i;
-    if (!in_place && out.alias_of >= 0) {
-      return fail(why, Error::InvalidProgram,
-                  "state '%s': output '%s' is written in place into input '%s', not into the state's input '%s'; "
-                  "re-export the model",
-                  state.c_str(), out.display_name.c_str(),
-                  inputs_[static_cast<size_t>(out.alias_of)].display_name.c_str(), in.display_name.c_str());
-    }
-    if (out.dtype != in.dtype || (!in_place && out_desc.shape != shape)) {
-      return fail(why, Error::InvalidProgram,
-                  "state '%s': output '%s' is %s %s but input '%s' is %s %s; the new value of a state has the state's "
-                  "type and shape: re-export the model",
-                  state.c_str(), out.display_name.c_str(), engine::to_string(out.dtype),
-                  shape_text(out_desc.shape).c_str(), in.display_name.c_str(), engine::to_string(in.dtype),
-                  shape_text(shape).c_str());
-    }
+    const Shape& shape = resolved.shape;
+    const bool in_place = resolved.in_place;
+    IoSlot& in = inputs_[static_cast<size_t>(resolved.input)];
+    IoSlot& out = outputs_[static_cast<size_t>(resolved.output)];
     StateSpec spec;
     spec.scope = data;
     spec.name = entry.name;
     spec.kind = engine_->memory_kind();
     spec.device_id = device_.device_id;
-    spec.dtype = in.dtype;
+    spec.dtype = resolved.dtype;
     spec.shape = shape;
-    spec.bytes = bytes_of(shape, in.dtype);
+    spec.bytes = resolved.bytes;
     spec.initial_key = entry.initial_value;
     if (!entry.initial_value.empty()) {
       const std::string key = escape_name(entry.initial_value);
@@ -429,8 +204,8 @@ Error Delegate::bind_state(const blob::Metadata& metadata, const executorch::run
     }
     states_.emplace_back();
     OwnedState& owned = states_.back();
-    owned.input = i;
-    owned.output = o;
+    owned.input = resolved.input;
+    owned.output = resolved.output;
     owned.in_place = in_place;
     owned.shape = shape;
     owned.bytes = spec.bytes;

@@ -1,10 +1,14 @@
 // The runtime's readings for tools (inspection.h).
 #include "backend/inspection.h"
 
+#include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
+#include "backend/io_resolution.h"
 #include "blob/blob.h"
+#include "blob/json_text.h"
 #include "engine/tensorrt/tensorrt_engine.h"
 
 namespace etrt::backend {
@@ -15,6 +19,112 @@ namespace {
 uint32_t header_u32(const uint8_t* bytes, size_t at) {
   return static_cast<uint32_t>(bytes[at]) | static_cast<uint32_t>(bytes[at + 1]) << 8 |
          static_cast<uint32_t>(bytes[at + 2]) << 16 | static_cast<uint32_t>(bytes[at + 3]) << 24;
+}
+
+void append_string(std::string& out, const char* key, const std::string& value) {
+  out += '"';
+  out += key;
+  out += "\":";
+  blob::detail::append_json_string(out, value);
+}
+
+void append_int(std::string& out, const char* key, int64_t value) {
+  out += '"';
+  out += key;
+  out += "\":";
+  blob::detail::append_json_int(out, value);
+}
+
+void append_shape(std::string& out, const char* key, const Shape& shape) {
+  out += '"';
+  out += key;
+  out += "\":[";
+  for (int32_t d = 0; d < shape.rank; ++d) {
+    if (d > 0) out += ',';
+    blob::detail::append_json_int(out, shape.d[d]);
+  }
+  out += ']';
+}
+
+// The slots of one side, as "inputs" or "outputs" list them.
+void append_slots(std::string& out, const engine::Engine& engine, const std::vector<IoSlot>& slots,
+                  const std::vector<IoSlot>& inputs) {
+  out += '[';
+  for (size_t k = 0; k < slots.size(); ++k) {
+    const engine::TensorDesc& desc = engine.io_tensor(slots[k].engine_index);
+    out += k > 0 ? ",{" : "{";
+    append_string(out, "name", slots[k].name);
+    out += ',';
+    append_string(out, "dtype", engine::to_string(desc.dtype));
+    out += ',';
+    append_shape(out, "shape", desc.shape);
+    if (slots[k].alias_of >= 0) {
+      out += ',';
+      append_string(out, "alias_of", inputs[static_cast<size_t>(slots[k].alias_of)].name);
+    }
+    out += '}';
+  }
+  out += ']';
+}
+
+std::string resolution_json(const engine::Engine* engine, const blob::Metadata& metadata, const Resolution& r,
+                            const char* refused) {
+  std::string out = "{\"inputs\":";
+  if (engine != nullptr) {
+    append_slots(out, *engine, r.inputs, r.inputs);
+    out += ",\"outputs\":";
+    append_slots(out, *engine, r.outputs, r.inputs);
+  } else {
+    out += "[],\"outputs\":[]";
+  }
+  out += ",\"aliases\":[";
+  for (size_t k = 0; k < r.aliases.size(); ++k) {
+    const ResolvedAlias& a = r.aliases[k];
+    out += k > 0 ? ",{" : "{";
+    append_string(out, "output", r.outputs[static_cast<size_t>(a.output)].name);
+    out += ',';
+    append_string(out, "input", r.inputs[static_cast<size_t>(a.input)].name);
+    out += ',';
+    append_string(out, "kind",
+                  a.entry >= 0 ? metadata.aliased_io[static_cast<size_t>(a.entry)].kind
+                               : std::string(blob::kAliasKindKvCacheUpdate));
+    out += ',';
+    append_int(out, "entry", a.entry);
+    out += '}';
+  }
+  out += "],\"num_profiles\":";
+  blob::detail::append_json_int(out, r.table.num_profiles());
+  out += ",\"states\":[";
+  for (size_t k = 0; k < r.states.size(); ++k) {
+    const ResolvedState& s = r.states[k];
+    const blob::DelegateState& entry = metadata.delegate_state[k];
+    out += k > 0 ? ",{" : "{";
+    append_string(out, "name", entry.name);
+    out += ',';
+    append_string(out, "input", entry.input);
+    out += ',';
+    append_string(out, "output", entry.output);
+    out += s.in_place ? ",\"in_place\":true," : ",\"in_place\":false,";
+    append_string(out, "dtype", engine::to_string(s.dtype));
+    out += ',';
+    append_shape(out, "shape", s.shape);
+    out += ',';
+    append_int(out, "bytes", static_cast<int64_t>(s.bytes));
+    out += '}';
+  }
+  out += "],\"refusal\":";
+  if (refused == nullptr) {
+    out += "null}";
+    return out;
+  }
+  out += '{';
+  append_string(out, "rule", r.refusal.rule != nullptr ? r.refusal.rule : "engine");
+  out += ',';
+  append_int(out, "entry", r.refusal.entry);
+  out += ',';
+  append_string(out, "message", refused);
+  out += "}}";
+  return out;
 }
 
 }  // namespace
@@ -38,6 +148,39 @@ Error describe_blob(const void* data, size_t size, std::string* text) {
              ",\"metadata\":";
     *text += metadata;
     *text += '}';
+    return Error::Ok;
+  } catch (const std::bad_alloc&) {
+    text->clear();
+    return Error::MemoryAllocationFailed;
+  }
+}
+
+Error resolve_delegate(const void* data, size_t size, std::string* text) {
+  try {
+    blob::ParsedBlob parsed;
+    Diagnostic why;
+    if (const Error e = blob::parse_blob(data, size, &parsed, why); e != Error::Ok) {
+      *text = why.c_str();
+      return e;
+    }
+    if (engine::tensorrt::deserializes_on_device()) {
+      *text =
+          "this etrt was built against NVIDIA's TensorRT, which deserializes an engine only on its GPU; load the "
+          "program to resolve its delegates (a build against the GPU-free NvInfer, the default, resolves its own "
+          "engines anywhere)";
+      return Error::NotSupported;
+    }
+    // The GPU-free NvInfer deserializes without a device: a CUDA-mode engine uploads its weights at context
+    // creation, which resolution never reaches.
+    std::unique_ptr<engine::Engine> engine;
+    Resolution r;
+    if (engine::tensorrt::deserialize(parsed.engine, parsed.engine_size, parsed.metadata.device_id,
+                                      engine::tensorrt::RuntimeOptions{}, &engine, why) != Error::Ok) {
+      *text = resolution_json(nullptr, parsed.metadata, r, why.c_str());
+      return Error::Ok;
+    }
+    const bool ok = resolve(*engine, parsed.metadata, &r, why) == Error::Ok;
+    *text = resolution_json(engine.get(), parsed.metadata, r, ok ? nullptr : why.c_str());
     return Error::Ok;
   } catch (const std::bad_alloc&) {
     text->clear();

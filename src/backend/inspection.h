@@ -17,6 +17,17 @@ namespace etrt::backend {
 // blob, MemoryAllocationFailed). Linear in the blob's metadata.
 [[nodiscard]] Error describe_blob(const void* data, size_t size, std::string* text);
 
+// The blob against its engine as Delegate::load resolves them (io_resolution.h: IO bindings, aliases, profile table,
+// profile signature, delegate-owned states), without creating a context, so a CUDA-mode engine is resolved on a
+// build without CUDA. One JSON object in *text: "inputs" and "outputs" (the delegate's arguments in order: name, the
+// engine's dtype and shape, and "alias_of" for an output written in place into an input), "aliases" (output, input,
+// kind, and "entry": the aliased_io index or -1 for the engine's own), "num_profiles", "states" (one per
+// delegate_state entry resolved: name, input, output, in_place, dtype, shape, bytes), and "refusal": null, or the
+// first refusal ("rule", "entry" and "message"; rule "engine" when the engine does not deserialize), what resolved
+// before it listed. A refused blob: the reader's message and its error; NotSupported on a build against NVIDIA's
+// TensorRT, which deserializes only on a GPU. Linear in the metadata and the engine's IO.
+[[nodiscard]] Error resolve_delegate(const void* data, size_t size, std::string* text);
+
 // The adapter's reading of a GPU-free engine (engine::tensorrt::describe_gpufree_engine), its contract.
 [[nodiscard]] Error describe_engine(const void* data, size_t size, std::string* text);
 

@@ -51,9 +51,11 @@ Error check_signature(const blob::ProfileSignature& signature, const profile::Pr
       for (const auto& c : checks) {
         if (!same(c.declared, c.actual)) {
           return fail(why, Error::InvalidProgram,
-                      "the blob's profile signature gives input '%s' a profile %d %s of %s, but the engine's is %s%s",
+                      "the blob's profile signature gives input '%s' a profile %d %s of %s, but the engine's is %s "
+                      "(signature: min %s opt %s max %s; engine: min %s opt %s max %s)%s",
                       escape_name(input.name).c_str(), p, c.what, text(c.declared).c_str(), text(c.actual).c_str(),
-                      kFix);
+                      text(declared.min).c_str(), text(declared.opt).c_str(), text(declared.max).c_str(),
+                      text(actual.min).c_str(), text(actual.opt).c_str(), text(actual.max).c_str(), kFix);
         }
       }
     }

@@ -1,9 +1,8 @@
 #pragma once
-// JSON text helpers private to the blob writer. The blob must match Python's
-// json.dumps byte for byte. nlohmann's dump() leaves non-ASCII and DEL raw by
-// default; with ensure_ascii it agrees on valid text but throws on invalid
-// UTF-8, and key order would need ordered_json. These few lines pin the bytes
-// to Python's regardless of the library's version or settings.
+// JSON text helpers of the blob writer (and of the tools' answers, backend/inspection.cpp). The blob must match
+// Python's json.dumps byte for byte. nlohmann's dump() leaves non-ASCII and DEL raw by default; with ensure_ascii it
+// agrees on valid text but throws on invalid UTF-8, and key order would need ordered_json. These few lines pin the
+// bytes to Python's regardless of the library's version or settings.
 
 #include <cstddef>
 #include <cstdint>
@@ -26,9 +25,9 @@ size_t find_invalid_utf8(const char* text, size_t size);
 using ::etrt::escape_name;
 
 // True when brackets and braces outside strings nest deeper than `limit`.
-// The metadata schema nests 7 deep; the limit exists because Python's json
-// module recurses and would refuse a deep document that nlohmann accepts, and
-// the two readers must refuse the same blobs.
+// The metadata schema nests 7 deep; the limit bounds the parser's recursion,
+// and keeps every blob the reader accepts readable by Python's json module
+// (which recurses), so the tools can hand the parsed metadata to Python.
 bool nests_deeper_than(const char* text, size_t size, size_t limit);
 
 // A top-level key whose array value may hold at most `limit` entries.
@@ -40,8 +39,7 @@ struct ArrayLimit {
 // Scans the text without parsing it and returns the first of `limits` whose
 // key, at the top level of the document, holds an array of more than its limit
 // of entries (or null). Keys are matched as written, escapes undecoded. Lets the
-// reader refuse an absurd count before the parser allocates anything for it;
-// python/etrt/blob.py scans the same way, so both refuse the same texts.
+// reader refuse an absurd count before the parser allocates anything for it.
 const ArrayLimit* find_oversized_array(const char* text, size_t size, const ArrayLimit* limits, size_t n_limits);
 
 // Appends `s` as a quoted JSON string exactly as Python's json.dumps with

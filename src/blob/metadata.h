@@ -19,7 +19,8 @@ namespace etrt::blob {
 
 // Upper limits on what a blob may declare, far above any real engine (docs/limits.md says why each). The reader
 // checks each count before it builds anything sized by it; validate_metadata holds written metadata to the same
-// numbers, and python/etrt/blob.py mirrors them.
+// numbers. Python reads blobs through this reader (libetrt's etrt_blob_describe); python/etrt/blob/format.py repeats
+// the numbers only for its writer.
 inline constexpr size_t kMaxIoBindings = 16384;                 // io_bindings entries, and profile_signature.inputs
 inline constexpr size_t kMaxAliases = 16384;                    // aliased_io entries
 inline constexpr size_t kMaxStates = 16384;                     // delegate_state entries

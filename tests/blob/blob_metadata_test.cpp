@@ -230,7 +230,7 @@ TEST(BlobMetadata, AcceptsUnknownValuesNestedUpToTheDepthLimit) {
 }
 
 TEST(BlobMetadata, RefusesNestingBeyondTheDepthLimit) {
-  // Python's recursive json module could not read it; both readers refuse alike.
+  // Python's recursive json module could not read it, so the tools could not hand it on; the reader refuses it.
   EXPECT_BLOB_ERROR(parse_error(json_with("\"deep\":" + std::string(64, '[') + std::string(64, ']'))),
                     "nests deeper than 64 levels");
 }

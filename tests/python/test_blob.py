@@ -1,7 +1,7 @@
 """etrt.blob: the shared vectors, round trips, and the main malformations.
 
 The C++ side (tests/blob) checks the same vectors, so both writers produce the
-same bytes and both readers refuse the same blobs with the same words.
+same bytes; the reader is one, src/blob's, reached here through libetrt.
 """
 
 import importlib.util

@@ -82,6 +82,9 @@ class DelegateInfo:
     blob_error: Optional[str] = None
     reference_engine: Optional[ReferenceEngine] = None
     engine_error: Optional[str] = None
+    #: the runtime's resolution of the blob against a GPU-free engine (``etrt_delegate_resolve``: arguments, aliases,
+    #: states, and the load's first refusal), or None (an opaque TensorRT plan, an unreadable engine)
+    resolution: Optional[Dict[str, Any]] = field(default=None, repr=False)
     #: the signature the blob carries (None when absent or unusable)
     blob_signature: Optional[Signature] = None
     signature_error: Optional[str] = None
@@ -89,6 +92,7 @@ class DelegateInfo:
     # binding (validation looks both up per binding; recomputing them made it quadratic).
     _engine_signature: Any = field(default=None, repr=False, compare=False)
     _bound: Optional[Dict[str, Optional[TensorArg]]] = field(default=None, repr=False, compare=False)
+    _arguments: Optional[List[_blob.IoBinding]] = field(default=None, repr=False, compare=False)
 
     @property
     def is_tensorrt(self) -> bool:
@@ -141,30 +145,44 @@ class DelegateInfo:
     def arguments(self) -> Optional[List[_blob.IoBinding]]:
         """The engine IO tensors in the delegate's argument order, as the
         runtime binds them: the blob's input bindings in listed order, then its
-        outputs (they may interleave in ``io_bindings``). A blob with empty
-        ``io_bindings`` takes the engine's own IO tensors: known here for a
-        reference engine, None for an opaque TensorRT plan."""
+        outputs (they may interleave in ``io_bindings``). With a GPU-free engine,
+        the runtime's own binding (:attr:`resolution`: the engine's dtypes and
+        shapes; a blob with empty ``io_bindings`` takes the engine's IO); None for
+        an opaque TensorRT plan without ``io_bindings``."""
         if self.metadata is None:
             return None
+        r = self.resolution
+        if self.bound_by_runtime:
+            assert r is not None
+            if self._arguments is None:  # computed once: validation and inspect ask per binding
+                self._arguments = (
+                    [_blob.IoBinding(t["name"], t["dtype"], list(t["shape"]), True) for t in r["inputs"]]
+                    + [_blob.IoBinding(t["name"], t["dtype"], list(t["shape"]), False) for t in r["outputs"]])
+            return self._arguments
         if self.metadata.io_bindings:
             return self.metadata.arguments()
-        if self.reference_engine is None:
-            return None
-        return _arguments_from_engine(self.reference_engine)
+        return None
+
+    @property
+    def bound_by_runtime(self) -> bool:
+        """Whether :meth:`arguments` are the runtime's own binding of the blob to a GPU-free engine (with the
+        engine's dtypes and shapes), rather than the blob's io_bindings."""
+        r = self.resolution
+        return r is not None and (r["refusal"] is None or r["refusal"]["rule"] not in ("engine", "io"))
 
     def input_bindings(self) -> List[_blob.IoBinding]:
         return [b for b in self.arguments() or [] if b.is_input]
 
     def aliased_outputs(self) -> List[str]:
         """The outputs the runtime writes in place into an input: those the
-        blob's ``aliased_io`` lists, plus the engine's own kv_cache_update
-        aliases when the engine is readable (the runtime applies those too)."""
+        blob's ``aliased_io`` lists, plus, with a GPU-free engine, the engine's
+        own kv_cache_update aliases (the runtime applies those too)."""
         if self.metadata is None:
             return []
         names = [a.output for a in self.metadata.aliased_io]
-        if self.reference_engine is not None:
+        if self.resolution is not None:
             listed = set(names)
-            names += [o for o in self.reference_engine.aliases() if o not in listed]
+            names += [a["output"] for a in self.resolution["aliases"] if a["entry"] < 0 and a["output"] not in listed]
         return names
 
     def match_args(self, args: Sequence[TensorArg]) -> Optional[List[Tuple[_blob.IoBinding, Optional[TensorArg]]]]:
@@ -204,27 +222,3 @@ class DelegateInfo:
             for b, arg in self.match_args(self.tensor_args) or []:
                 self._bound.setdefault(b.name, arg)
         return self._bound.get(binding_name)
-
-
-def _name_index(name: str) -> int:
-    """The number after the last '.' or '_' of ``name`` ("output_1" -> 1), or -1."""
-    at = max(name.rfind("."), name.rfind("_"))
-    digits = name[at + 1:]
-    if at < 0 or not digits or len(digits) > 9 or any(not "0" <= c <= "9" for c in digits):
-        return -1
-    return int(digits)
-
-
-def _arguments_from_engine(engine: ReferenceEngine) -> List[_blob.IoBinding]:
-    """The arguments of a delegate whose blob lists no io_bindings, in the
-    runtime's order: every engine input, then every output; within each, by
-    the names' numeric suffixes ("input_0", "input_1", ...) when every name has
-    a distinct one, else in engine order."""
-    out = []
-    for inputs in (True, False):
-        group = [t for t in engine.io if t.is_input == inputs]
-        ordered = sorted(group, key=lambda t: _name_index(t.name))
-        keys = [_name_index(t.name) for t in ordered]
-        distinct = all(k >= 0 for k in keys) and all(a < b for a, b in zip(keys, keys[1:]))
-        out += [_blob.IoBinding(t.name, t.dtype, list(t.shape), inputs) for t in (ordered if distinct else group)]
-    return out

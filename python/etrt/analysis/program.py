@@ -92,7 +92,8 @@ def lowered_modules(source: Any) -> Optional[List[Tuple[str, str, bytes]]]:
 
 def decode_blob(d: DelegateInfo) -> None:
     """Fills in what a TensorRT delegate's blob holds (header, metadata,
-    engine, signature, reference engine) or why it cannot be read."""
+    engine, signature, reference engine, and the runtime's resolution of the
+    blob against a reference engine) or why it cannot be read."""
     if not d.is_tensorrt:
         return
     data = d.data
@@ -111,6 +112,13 @@ def decode_blob(d: DelegateInfo) -> None:
         except SignatureError as e:
             d.signature_error = str(e)
     d.reference_engine, d.engine_error = try_read_reference_engine(d.engine)
+    if d.reference_engine is not None:
+        from .. import _reader
+
+        try:
+            d.resolution = _reader.resolve_delegate(data)
+        except _reader.Refused:
+            d.resolution = None  # a build that resolves no engines without a GPU (NVIDIA's TensorRT)
 
 
 def analyze_pte(pte: Mapping[str, Any]) -> List[DelegateInfo]:

@@ -1,6 +1,8 @@
-"""The blob's format: header layout and magics, the limits both readers
-enforce, :class:`BlobError` and its message helpers, and the metadata
-dataclasses (:class:`Metadata` and what it holds)."""
+"""The blob's format for the writer: header layout and magics, the limits the
+runtime's reader enforces (``src/blob``, which :func:`etrt.blob.parse_blob`
+calls through libetrt) as numbers the writer checks against,
+:class:`BlobError` and its message helpers, and the metadata dataclasses
+(:class:`Metadata` and what it holds)."""
 
 from __future__ import annotations
 

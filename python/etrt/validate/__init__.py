@@ -28,9 +28,12 @@ numbers involved):
     ``engine-mismatch``, ``arg-count-mismatch``, ``dtype-mismatch``: the
     signature contradicts itself or the engine, or the blob does not fit its
     delegate call;
-  - ``alias-unknown-kind``, ``alias-engine-mismatch``,
-    ``alias-shape-mismatch``, ``alias-conflict``: an ``aliased_io`` entry the
-    runtime refuses at load (see :func:`describe_aliases`);
+  - ``alias-unknown-kind``, ``alias-unknown-tensor``, ``alias-engine-mismatch``,
+    ``alias-shape-mismatch``, ``alias-conflict``, ``state-refused``,
+    ``signature-engine-mismatch``, ``engine-mismatch``: the runtime's own
+    resolution of the blob against a reference engine
+    (``etrt_delegate_resolve``: the loader's code and message) refuses it, as
+    the load would (see :func:`describe_aliases`);
   - ``bad-compile-spec``: a ``weight_streaming_budget`` compile spec that is
     not a byte count, or given twice;
   - ``needs-cuda-device-allocator`` (error with ``runtime="cpu"``, else a
@@ -51,6 +54,9 @@ numbers involved):
   - ``unlinked-regimes``: multi-profile delegates nothing links (no shared
     symbol, no shared input), so equal counts are all that is known;
   - ``rank-differs``, ``static-input-unreachable``, ``static-output-mismatch``;
+  - ``needs-cuda-build``: a CUDA-mode reference engine or a TensorRT plan, on
+    a libetrt built without CUDA, which refuses it at load;
+    ``scratch-exceeds-device``;
 
 * infos: ``output-capacity-unchecked`` (an opaque TensorRT plan: what its
   profiles produce cannot be computed), ``unverifiable`` (no signature, not a reference engine),

@@ -10,7 +10,7 @@ from typing import List, Optional, Tuple
 
 from .. import blob as _blob
 from .. import dtypes
-from ..analysis import DelegateInfo, TensorArg, describe_states, tensor_args
+from ..analysis import DelegateInfo, TensorArg, tensor_args
 from ..signature import format_shape
 from .result import ERROR, INFO, WARNING
 
@@ -66,16 +66,12 @@ class _CallChecks:
                 have = arg.value.get("dtype")
                 if want and have and want != have:
                     self.add(ERROR, "dtype-mismatch",
-                             f"{where}: {'input' if b.is_input else 'output'} '{b.name}' is {b.dtype} in the blob, "
+                             f"{where}: {'input' if b.is_input else 'output'} '{b.name}' is {b.dtype} in the "
+                             f"{'engine' if d.bound_by_runtime else 'blob'}, "
                              f"but the program passes value {arg.value_index} of dtype {have}; the runtime refuses "
                              "the call. Make the program tensor and the engine binding the same dtype", d)
             self.check_bounds(d, where, pairs)
             self.check_outputs(d, where, pairs)
-        if d.calls:
-            for st in describe_states(d):
-                if st["problem"]:
-                    self.add(ERROR, "state-refused", f"{label}: delegate_state '{st['name']}': {st['problem']}; the "
-                             "runtime refuses the delegate at load: re-export the model", d)
 
     def check_bounds(self, d: DelegateInfo, where: str,
                      pairs: List[Tuple[_blob.IoBinding, Optional[TensorArg]]]) -> None:

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import Dict
 
-from .. import dtypes
-from ..analysis import (MAX_BYTE_COUNT, WEIGHT_STREAMING_BUDGET, AliasView, DelegateInfo, describe_aliases,
-                        parse_byte_count)
-from ..signature import format_shape
+from ..analysis import MAX_BYTE_COUNT, WEIGHT_STREAMING_BUDGET, DelegateInfo, describe_aliases, parse_byte_count
+from ..analysis.aliases import ALIAS_RULES
 from .result import ERROR, INFO, WARNING
 
 
@@ -68,16 +66,25 @@ class _DelegateChecks:
 
     def check_machine(self, d: DelegateInfo) -> None:
         """What the engine needs of the build and the machine that validates it: a CUDA build for a CUDA-mode
-        GPU-free engine, and a device with room for its scratch."""
+        GPU-free engine or a TensorRT plan (unless the program is declared for a CUDA runtime), and a device with room
+        for its scratch."""
         from .. import _reader
 
         eng, label = d.reference_engine, d.ref.label
-        if eng is not None and eng.cuda_mode and not _reader.build_has_cuda():
+        # runtime="cuda": the program is declared for a CUDA build of etrt, so what this build cannot load is moot.
+        here = self.runtime != "cuda" and not _reader.build_has_cuda()
+        if eng is not None and eng.cuda_mode and here:
             self.add(WARNING, "needs-cuda-build",
                      f"{label}: its engine is a CUDA-mode engine of the GPU-free NvInfer (its tensors and weights "
                      "live in device memory), and this etrt was built without CUDA, so loading it here "
                      "fails; run it with an etrt built with -DETRT_WITH_CUDA=ON (pip: ETRT_CMAKE_ARGS="
                      "\"-DETRT_WITH_CUDA=ON\") on a machine with a GPU", d)
+        elif d.engine_kind == "tensorrt" and here:
+            self.add(WARNING, "needs-cuda-build",
+                     f"{label}: its engine is a TensorRT plan (not an engine of the GPU-free NvInfer), and this etrt "
+                     "was built without CUDA, against the GPU-free NvInfer, which refuses TensorRT plans at load; run "
+                     "it with an etrt built against NVIDIA's TensorRT with -DETRT_WITH_CUDA=ON (pip: "
+                     "ETRT_CMAKE_ARGS=\"-DETRT_WITH_CUDA=ON -DTENSORRT_ROOT=/path/to/TensorRT\") on a machine with a GPU", d)
         if eng is None or not eng.cuda_mode or d.metadata is None:
             return
         device = d.metadata.device_id
@@ -90,24 +97,10 @@ class _DelegateChecks:
 
     def check_aliases(self, d: DelegateInfo) -> None:
         """aliased_io as the runtime resolves it at load (see :func:`describe_aliases`)."""
-        views = describe_aliases(d)
-        for v in views:
+        for v in describe_aliases(d):
             if v.status == "refused":
-                self.add(ERROR, v.code or "alias-refused", f"{d.ref.label}: {v.problem}", d)
-        # An input takes one aliased output at most.
-        writer: Dict[str, AliasView] = {}
-        for v in views:
-            if v.status == "refused":
-                continue  # already an error; the runtime stops there
-            first = writer.setdefault(v.input, v)
-            if first is not v:
-                def source(x: AliasView) -> str:
-                    return f"aliased_io[{x.index}]" if x.index is not None else "the engine's kv_cache_update"
-                self.add(ERROR, "alias-conflict",
-                         f"{d.ref.label}: input '{v.input}' is written in place by output '{first.output}' "
-                         f"({source(first)}) and by output '{v.output}' ({source(v)}); an input takes one aliased "
-                         "output at most, so the runtime refuses this delegate at load (InvalidProgram). "
-                         "Re-export the model", d)
+                self.add(ERROR, v.code or "alias-refused",
+                         f"{d.ref.label}: the runtime refuses this delegate at load (InvalidProgram): {v.problem}", d)
 
     def check_compile_specs(self, d: DelegateInfo) -> None:
         """The compile specs the runtime reads: weight_streaming_budget, at most once, a byte count."""
@@ -136,62 +129,28 @@ class _DelegateChecks:
                      "device", d)
 
     def check_engine(self, d: DelegateInfo) -> None:
-        """A reference engine can be read here: compare it with the blob."""
-        label, eng, md = d.ref.label, d.reference_engine, d.metadata
-        assert eng is not None and md is not None
-        by_name = {t.name: t for t in eng.io}
-        problems = []
-        # Empty io_bindings: the runtime takes the engine's own IO tensors.
-        if md.io_bindings and len(eng.io) != len(md.io_bindings):
-            problems.append(f"the blob describes {len(md.io_bindings)} IO tensors, the engine has {len(eng.io)}")
-        for b in md.io_bindings:
-            t = by_name.get(b.name)
-            if t is None:
-                problems.append(f"the blob names IO tensor '{b.name}', which the engine does not have")
-            elif t.is_input != b.is_input:
-                problems.append(f"'{b.name}' is an {'input' if b.is_input else 'output'} in the blob but an "
-                                f"{'input' if t.is_input else 'output'} of the engine")
-            elif b.dtype and dtypes.normalize(b.dtype) != t.dtype:
-                problems.append(f"'{b.name}' is {b.dtype} in the blob but {t.dtype} in the engine")
-        for t in eng.inputs:
-            if t.is_shape_tensor:
-                problems.append(f"input '{t.name}' is a TensorRT shape tensor, which etrt does not support as "
-                                "delegate IO")
-        for t in eng.io:
-            if t.on_host and not t.is_shape_tensor:
-                problems.append(f"'{t.name}' is placed on the host (getTensorLocation returned kHOST) and is not a "
-                                "shape tensor; etrt binds device memory only")
-            if t.data_dependent:
-                problems.append(f"output '{t.name}' has a data-dependent shape, which etrt cannot size before "
-                                "running")
-        if problems:
+        """A reference engine can be read here: the runtime's own resolution of the blob against it
+        (``etrt_delegate_resolve``: the bindings, the profile signature, the delegate-owned states; the aliases are
+        :meth:`check_aliases`'), and the outputs whose shape the engine cannot infer before running."""
+        label, eng, r = d.ref.label, d.reference_engine, d.resolution
+        assert eng is not None
+        refusal = r["refusal"] if r is not None else None
+        if refusal is not None and refusal["rule"] not in ALIAS_RULES:
+            rule, message = refusal["rule"], refusal["message"]
+            if rule == "signature":
+                self.add(ERROR, "signature-engine-mismatch",
+                         f"{label}: its profile_signature disagrees with the engine's own profiles, so the runtime "
+                         f"refuses it at load: {message}. Regenerate the signature from the engine that is packed", d)
+            elif rule == "state":
+                self.add(ERROR, "state-refused",
+                         f"{label}: the runtime refuses its delegate_state at load: {message}", d)
+            else:
+                self.add(ERROR, "engine-mismatch",
+                         f"{label}: the blob and its reference engine do not belong together, so the runtime refuses "
+                         f"it at load: {message}", d)
+        dependent = [t.name for t in eng.io if not t.is_input and t.data_dependent]
+        if dependent:
             self.add(ERROR, "engine-mismatch",
-                     f"{label}: the blob and its reference engine do not belong together ("
-                     + "; ".join(problems) + "); the runtime refuses it at init. Re-export the model", d)
-        sig = d.blob_signature
-        if sig is None:
-            return
-        engine_sig = d.engine_signature()
-        if engine_sig is None:
-            return
-        diffs = []
-        if sig.num_profiles != engine_sig.num_profiles:
-            diffs.append(f"the signature has {sig.num_profiles} profiles, the engine {engine_sig.num_profiles}")
-        else:
-            engine_inputs = set(engine_sig.input_names)
-            for inp in sig.inputs:
-                if inp.name not in engine_inputs:
-                    diffs.append(f"the signature describes input '{inp.name}', which the engine does not have")
-                    continue
-                actual = engine_sig.input(inp.name)
-                for p, (want, have) in enumerate(zip(inp.profiles, actual.profiles)):
-                    if want != have:
-                        diffs.append(f"profile {p} input '{inp.name}': signature min {format_shape(want.min)} opt "
-                                     f"{format_shape(want.opt)} max {format_shape(want.max)}, engine min "
-                                     f"{format_shape(have.min)} opt {format_shape(have.opt)} max "
-                                     f"{format_shape(have.max)}")
-        if diffs:
-            self.add(ERROR, "signature-engine-mismatch",
-                     f"{label}: its profile_signature disagrees with the engine's own profiles ("
-                     + "; ".join(diffs) + "); the runtime refuses it at init. Regenerate the signature from the "
-                     "engine that is packed", d)
+                     f"{label}: output(s) {', '.join(repr(n) for n in dependent)} have a data-dependent shape, which "
+                     "etrt cannot size before running; the runtime refuses the engine at load. Rebuild it with "
+                     "outputs whose shapes follow from the input shapes", d)

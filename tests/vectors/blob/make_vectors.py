@@ -5,9 +5,11 @@
 For each case it writes <case>.json (the input: metadata in the blob's own JSON
 schema plus the engine bytes as hex) and <case>.blob (the bytes the writer must
 produce). Under invalid/ it writes malformed blobs and invalid.json, listing
-for each the message fragment both readers must report. The C++ tests
-(tests/blob) and the pytest (tests/python/test_blob.py) read these files; the
-pytest also reruns this script and checks that the committed files still match.
+for each the message fragment the reader must report. There is one reader,
+src/blob's parse_blob: the C++ tests (tests/blob) call it directly, and the
+pytest (tests/python/test_blob.py) through libetrt (etrt.blob.parse_blob), so
+both hold the same code to the fragments; the pytest also reruns this script
+and checks that the committed files still match.
 """
 
 from __future__ import annotations

@@ -6,13 +6,14 @@ ETRF, nvinfer/src/format.h).
 For each valid case it writes <case>.engine (the bytes) and <case>.json (what
 a reader must decode from them: every field, the ops, and the scratch size
 getDeviceMemorySizeV2() reports). Under invalid/ it writes engines the runtime
-refuses and invalid.json, which gives for each the complete message both
-readers must give: the C++ deserializer (tests/engine/format_test.cpp, every
-vector through deserialize_model) and python/etrt/reference_engine/
-(tests/python/test_reference_engine.py). The messages are the Python reader's,
-each checked here to contain the fragment that names the rule the case breaks;
-the C++ test then holds the runtime to the same words. The pytest reruns this
-script and fails if the committed files drift.
+refuses and invalid.json, which gives for each the complete message of the one
+reader, the GPU-free NvInfer's deserializer: tests/engine/format_test.cpp runs
+every vector through deserialize_model, and tests/python/test_reference_engine.py
+through libetrt (etrt.reference_engine.read_reference_engine, which calls
+etrt_engine_describe). The messages are recorded from that reader, each checked
+here to contain the fragment that names the rule the case breaks, so a change
+of wording shows in the diff. The pytest reruns this script and fails if the
+committed files drift.
 """
 
 from __future__ import annotations
