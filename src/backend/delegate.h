@@ -63,47 +63,56 @@ class Delegate {
     kContextPerProfile,  // one context bound to each profile, sharing one scratch buffer
   };
 
-  // What each context was last given. TensorRT keeps input shapes and tensor addresses in the context from one
-  // enqueue to the next, so a steady-state execution (same shapes, same buffers, no switch) repeats no engine call
-  // but the enqueue. A switch forgets everything the context was given.
-  struct ContextCache {
-    bool valid = false;                // input shapes set, outputs inferred and checked against capacity
+  // One execution context: what it was last given, and what that lets the next execution skip. TensorRT keeps input
+  // shapes and tensor addresses in the context from one enqueue to the next, so a steady-state execution (same
+  // shapes, same buffers, no switch) repeats no engine call but the enqueue, and a call that repeats the last
+  // successful execution on the context goes straight to the enqueue (docs/host-cost.md).
+  //
+  // `holds` says how much of the rest is true now, in levels, each implying those before it. Whatever changes the
+  // context -- a switch, a new shape or address, new scratch memory, a failed enqueue -- first calls forget() with the
+  // level that still holds after it, so nothing concluded from an earlier configuration survives the change.
+  struct ContextState {
+    enum class Holds : uint8_t {
+      kNothing,     // a new context, or one just switched: no shape or address it holds is known
+      kAddresses,   // the addresses below that are not null; its input shapes must all be set again
+      kShapes,      // every input shape below, the outputs inferred from them and checked against capacity, and the
+                    // choice made for them (request, active_profile, choice)
+      kRan,         // its last enqueue ran with exactly these shapes, addresses, profile and scratch memory: the next
+                    // one may be captured into a CUDA graph, or replay one (TensorRT defers work to the first enqueue
+                    // after a change)
+      kRepeatable,  // and that was a successful execution, every argument a tensor bound in place, which a call of
+                    // the same request (asked), argument count and aliased outputs may repeat
+    };
+
+    size_t index = 0;  // in contexts_
+    engine::ExecutionContext* context = nullptr;
+    Holds holds = Holds::kNothing;
     std::vector<Shape> input_shapes;   // as given to set_input_shape
     std::vector<Shape> output_shapes;  // as inferred from them
     std::vector<void*> addresses;      // as given to set_tensor_address, per argument (inputs, then outputs)
-    // The context's last enqueue ran with exactly these shapes, addresses and its profile: the next one may be
-    // captured into a CUDA graph, or replay one (TensorRT defers work to the first enqueue after a change).
-    bool ran = false;
-
-    void forget() {
-      valid = false;
-      ran = false;
-      for (void*& a : addresses) a = nullptr;
-    }
-  };
-
-  // The last successful choice and what it was made from. The choice is a pure function of the request, the
-  // active profile and the input shapes, so an execution that repeats all three (every decode step) reuses it.
-  struct LastChoice {
-    bool valid = false;
+    // The choice is a pure function of the request, the active profile and the input shapes, so an execution that
+    // repeats all three (every decode step) reuses it.
     ProfileRequest request;
     int32_t active_profile = -1;
-    std::vector<Shape> input_shapes;
     profile::Choice choice;
+    // The call that may be repeated.
+    ProfileRequest asked;         // as the thread asked, before the load-time default stands in for kDefault
+    size_t num_args = 0;          // the call's arguments, every one a tensor
+    bool aliased_passed = false;  // the call passed a tensor for each output written in place into an input
+
+    // Keeps at most `to`; forgetting everything (a switch) forgets the addresses too.
+    void forget(Holds to) {
+      if (holds > to) holds = to;
+      if (to == Holds::kNothing)
+        for (void*& a : addresses) a = nullptr;
+    }
   };
+  using Holds = ContextState::Holds;
 
   // What an execution did, for the report and the counters.
   struct Outcome {
-    int32_t profile = -1;
+    profile::Choice choice{-1, false};  // profile -1: refused before a profile was chosen
     bool switched = false;
-    bool pin_ignored = false;
-  };
-
-  // The context an execution runs on, and what it was last given.
-  struct Target {
-    size_t index = 0;
-    engine::ExecutionContext* context = nullptr;
-    ContextCache* cache = nullptr;
   };
 
   // ---- load (delegate_loader.cpp), in order ----
@@ -117,37 +126,24 @@ class Delegate {
   Error plan_output_staging(engine::StreamHandle stream, std::vector<size_t>* bytes, Diagnostic& why);
   void size_execution_scratch();
 
-  // The last successful execution, when running it again needs the enqueue and nothing before it: every argument
-  // was a tensor and none was staged. A call that repeats it -- the same request from its thread, and argument by
-  // argument a tensor of the same type, shape and address, in memory the engine still uses in place -- goes
-  // straight to the enqueue: steps 3-8 before it would find nothing to change (docs/host-cost.md). Every decode
-  // step after the first on the same buffers is one.
-  struct Repeat {
-    bool valid = false;
-    ProfileRequest request;       // as the thread asked, before the load-time default stands in for kDefault
-    size_t num_args = 0;          // the call's arguments, every one a tensor
-    bool aliased_passed = false;  // the call passed a tensor for each output written in place into an input
-    Target target;
-    Outcome outcome;  // switched == false: a repeat runs on the active profile
-  };
-
   // ---- one execution (delegate_executor.cpp), in order ----
   Error run_steps(const ThreadState& thread, DeviceCall& device,
                   executorch::runtime::Span<executorch::runtime::EValue*> args, Outcome* outcome);
   bool repeats_last(const ProfileRequest& request, executorch::runtime::Span<executorch::runtime::EValue*> args,
                     DeviceCall& device);
-  void remember_repeat(const ProfileRequest& request, size_t num_args, const Target& target, const Outcome& outcome);
+  void remember_repeat(const ProfileRequest& request, size_t num_args, ContextState& target);
   ProfileRequest read_request(const ThreadState& thread) const;
   Error collect_tensors(executorch::runtime::Span<executorch::runtime::EValue*> args);
   Error collect_input_shapes();
   Error choose_and_validate(const ProfileRequest& request, profile::Choice* choice);
-  Error switch_profile(int32_t profile, DeviceCall& device, Target* target, Outcome* outcome);
-  Error set_shapes_and_infer_outputs(const Target& target, int32_t profile);
-  Error resize_outputs(const ContextCache& cache, int32_t profile);
-  Error bind(const Target& target, DeviceCall& device);
-  Error enqueue(const Target& target, DeviceCall& device, int32_t profile);
-  Error finish_outputs(const Target& target, DeviceCall& device);
-  Error finish_in_place(const Target& target, DeviceCall& device);
+  ContextState& context_for(int32_t profile);
+  Error switch_profile(int32_t profile, DeviceCall& device, ContextState& target, Outcome* outcome);
+  Error set_shapes_and_infer_outputs(ContextState& target, int32_t profile);
+  Error resize_outputs(const ContextState& target, int32_t profile);
+  Error bind(ContextState& target, DeviceCall& device);
+  Error enqueue(const ContextState& target, DeviceCall& device, int32_t profile);
+  Error finish_outputs(const ContextState& target, DeviceCall& device);
+  Error finish_in_place(const ContextState& target, DeviceCall& device);
   Error refuse_argument_count(size_t found);
   Error finish(const ThreadState& thread, const Outcome& outcome, const CopiedBytes& copied, Error status);
   Error take_scratch(ScratchPool& pool, DeviceCall& device);
@@ -185,7 +181,7 @@ class Delegate {
   uint64_t scratch_generation_ = 0;
   // kSwitch: one context. kContextPerProfile: contexts_[p] is bound to profile p.
   std::vector<std::unique_ptr<engine::ExecutionContext>> contexts_;
-  std::vector<ContextCache> context_caches_;  // parallel to contexts_
+  std::vector<ContextState> context_states_;  // parallel to contexts_
 
   profile::ProfileTable table_;
   std::vector<IoSlot> inputs_;
@@ -221,8 +217,9 @@ class Delegate {
 
   // The profile the last successful switch (or the last execution) left the engine on; what kStickyFirstFit keeps.
   int32_t active_profile_ = 0;
-  LastChoice last_choice_;
-  Repeat repeat_;
+  // The context of the active profile (kSwitch: the one context): where the next execution looks for a choice to
+  // reuse and a call to repeat.
+  ContextState* current_ = nullptr;
 
   // The steps of a traced execution (execute_traced), and the device times still to be read.
   ExecutionTrace trace_;

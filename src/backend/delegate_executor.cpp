@@ -86,7 +86,7 @@ ETRT_ALWAYS_INLINE inline Error Delegate::execute_framed(Span<EValue*> args, [[m
   if constexpr (kTraced) {
     from_profile = active_profile_;
     trace_.begin(tracer);
-    repeat_.valid = false;
+    current_->forget(Holds::kRan);  // every step runs, each timed on its own: no repeat
   }
   Error status = device.begin();  // 2. wait for the previous in-flight work
   // shared_scratch: the pool's lock (after the delegate's: scratch_pool.h, "Locks"), then its last user's work.
@@ -101,7 +101,7 @@ ETRT_ALWAYS_INLINE inline Error Delegate::execute_framed(Span<EValue*> args, [[m
     }
     status = run_steps(thread, device, args, &outcome);
     if constexpr (kTraced) {
-      if (device_.device) trace_.stop_device(device.stream(), outcome.profile);
+      if (device_.device) trace_.stop_device(device.stream(), outcome.choice.profile);
     }
   }
   // Before the lock is released: the next execution must find this one's in-flight event recorded.
@@ -143,7 +143,7 @@ ETRT_COLD ETRT_NOINLINE Error Delegate::rebind_scratch(ScratchPool& pool) {
       why_.prepend("could not give context %zu the shared scratch memory (%zu bytes): ", c, pool.size());
       return Error::Internal;
     }
-    context_caches_[c].ran = false;
+    context_states_[c].forget(Holds::kShapes);
   }
   drop_all_graphs(&device_);
   scratch_generation_ = pool.generation();
@@ -155,14 +155,13 @@ ETRT_COLD ETRT_NOINLINE Error Delegate::rebind_scratch(ScratchPool& pool) {
 ETRT_FLATTEN inline Error Delegate::run_steps(const ThreadState& thread, DeviceCall& device, Span<EValue*> args,
                                               Outcome* outcome) {
   if (repeats_last(thread.request, args, device)) {  // the last execution again: only the enqueue is left to do
-    *outcome = repeat_.outcome;
-    Error status = enqueue(repeat_.target, device, outcome->profile);
-    if (status == Error::Ok && (num_aliased_ != 0 || writes_back_state_))
-      status = finish_in_place(repeat_.target, device);
-    if (status != Error::Ok) repeat_.valid = false;
+    ContextState& target = *current_;
+    outcome->choice = target.choice;
+    Error status = enqueue(target, device, outcome->choice.profile);
+    if (status == Error::Ok && (num_aliased_ != 0 || writes_back_state_)) status = finish_in_place(target, device);
+    if (status != Error::Ok) target.forget(Holds::kShapes);  // the next call takes the steps, and enqueues plainly
     return status;
   }
-  repeat_.valid = false;  // whatever happens below may change what the context holds
 
   trace_.start(TraceStep::kChoice);
   const ProfileRequest request = read_request(thread);  // 3. the request
@@ -172,39 +171,51 @@ ETRT_FLATTEN inline Error Delegate::run_steps(const ThreadState& thread, DeviceC
   if (status == Error::Ok) status = choose_and_validate(request, &choice);  // 5. choose and validate
   trace_.stop(TraceStep::kChoice);
   if (status != Error::Ok) return status;
-  outcome->profile = choice.profile;
-  outcome->pin_ignored = choice.pin_ignored;
+  outcome->choice = choice;
 
   // Validation passed: from here on the engine's state changes, on the execution stream.
-  Target target;
-  status = switch_profile(choice.profile, device, &target, outcome);  // 6. switch
+  ContextState& target = context_for(choice.profile);
+  target.forget(Holds::kRan);  // its last execution is not the last one any more, whatever happens below
+  status = switch_profile(choice.profile, device, target, outcome);  // 6. switch
   if (status != Error::Ok) return status;
   status = set_shapes_and_infer_outputs(target, choice.profile);  // 7. shapes, inferred outputs, resize
-  if (status == Error::Ok) status = resize_outputs(*target.cache, choice.profile);
+  if (status != Error::Ok) return status;
+  target.request = request;  // the choice made for the shapes the context now holds
+  target.active_profile = active_profile_;
+  target.choice = choice;
+  status = resize_outputs(target, choice.profile);
   if (status == Error::Ok) status = bind(target, device);  // 8. bind, enqueue, copy back
   if (status == Error::Ok) {
     const TracedStep traced(trace_, TraceStep::kEnqueue);  // here, not in enqueue(): the repeat path has no trace
     status = enqueue(target, device, choice.profile);
+    if (status == Error::Ok)
+      target.holds = Holds::kRan;
+    else
+      target.forget(Holds::kShapes);
   }
   if (status == Error::Ok) status = finish_outputs(target, device);
-  if (status == Error::Ok) remember_repeat(thread.request, args.size(), target, *outcome);
+  if (status == Error::Ok) remember_repeat(thread.request, args.size(), target);
   return status;
 }
 
-// Whether this call repeats the last successful execution (Repeat); if so, arg_tensors_ holds its tensors. Every
-// check here is one the steps would make, against what the context was last given: the tensors' types, the input
-// shapes (so the same choice, with no switch and no shape to set), the output shapes (nothing to resize) and the
-// addresses (nothing to bind).
+// Whether this call repeats the last successful execution, on the active profile's context (Holds::kRepeatable); if
+// so, arg_tensors_ holds its tensors. Every check here is one the steps would make, against what the context was last
+// given: the tensors' types, the input shapes (so the same choice, with no switch and no shape to set), the output
+// shapes (nothing to resize) and the addresses (nothing to bind).
 inline bool Delegate::repeats_last(const ProfileRequest& request, Span<EValue*> args, DeviceCall& device) {
-  const Repeat& last = repeat_;
-  if (!last.valid || args.size() != last.num_args || request != last.request) return false;
-  const ContextCache& cache = *last.target.cache;
+  const ContextState& last = *current_;
+  if (last.holds != Holds::kRepeatable || args.size() != last.num_args || request != last.asked) return false;
   const size_t n_in = inputs_.size();
+  // Read once: the stores into arg_tensors_ below would otherwise make the compiler read them again every argument.
+  const Shape* const input_shapes = last.input_shapes.data();
+  const Shape* const output_shapes = last.output_shapes.data();
+  void* const* const addresses = last.addresses.data();
+  const bool aliased_passed = last.aliased_passed;
   size_t next = 0;  // every argument was a tensor: slot by slot, they come in order
   for (size_t k = 0; k < arg_tensors_.size(); ++k) {
     const bool is_input = k < n_in;
     const IoSlot& slot = is_input ? inputs_[k] : outputs_[k - n_in];
-    if (slot.state >= 0 || (slot.alias_of >= 0 && !last.aliased_passed)) {
+    if (slot.state >= 0 || (slot.alias_of >= 0 && !aliased_passed)) {
       arg_tensors_[k] = nullptr;  // the delegate's own state, bound once; or an aliased output the call leaves out
       continue;
     }
@@ -213,17 +224,15 @@ inline bool Delegate::repeats_last(const ProfileRequest& request, Span<EValue*> 
     Tensor& t = value->toTensor();
     arg_tensors_[k] = &t;
     if (t.scalar_type() != slot.scalar_type) return false;
-    if (is_input ? !has_shape(t, cache.input_shapes[k]) : !holds_output_shape(t, cache.output_shapes[k - n_in]))
-      return false;
+    if (is_input ? !has_shape(t, input_shapes[k]) : !holds_output_shape(t, output_shapes[k - n_in])) return false;
     if (slot.alias_of >= 0) continue;  // written in place: bound where its input is
-    if (t.const_data_ptr() != cache.addresses[k] || !device.binds_in_place(t)) return false;
+    if (t.const_data_ptr() != addresses[k] || !device.binds_in_place(t)) return false;
   }
   return true;
 }
 
-// After a successful execution through the steps: whether the next one may repeat it (Repeat).
-inline void Delegate::remember_repeat(const ProfileRequest& request, size_t num_args, const Target& target,
-                                      const Outcome& outcome) {
+// After a successful execution through the steps: whether the next one may repeat it (Holds::kRepeatable).
+inline void Delegate::remember_repeat(const ProfileRequest& request, size_t num_args, ContextState& target) {
   size_t tensors = 0;
   bool staged = false;
   for (size_t k = 0; k < arg_tensors_.size(); ++k) {
@@ -231,13 +240,10 @@ inline void Delegate::remember_repeat(const ProfileRequest& request, size_t num_
     staged = staged || device_.staged[k] != 0;
   }
   if (tensors != num_args || staged) return;
-  repeat_.request = request;
-  repeat_.num_args = num_args;
-  repeat_.aliased_passed = num_args + 2 * states_.size() == arg_tensors_.size();
-  repeat_.target = target;
-  repeat_.outcome = outcome;
-  repeat_.outcome.switched = false;
-  repeat_.valid = true;
+  target.asked = request;
+  target.num_args = num_args;
+  target.aliased_passed = num_args + 2 * states_.size() == arg_tensors_.size();
+  target.holds = Holds::kRepeatable;
 }
 
 // No guard: the module's load-time default (LoadOptions::default_request).
@@ -334,43 +340,39 @@ inline Error Delegate::collect_input_shapes() {
 }
 
 // The profile for this execution, every input validated against it (profile::choose_and_validate). An execution
-// that repeats the last successful one's request, active profile and input shapes reuses its choice.
+// with the request, active profile and input shapes the active profile's context last chose for reuses that choice.
 inline Error Delegate::choose_and_validate(const ProfileRequest& request, profile::Choice* choice) {
-  LastChoice& last = last_choice_;
+  const ContextState& last = *current_;
   const size_t n_in = inputs_.size();
-  bool repeat = last.valid && last.request == request && last.active_profile == active_profile_;
+  bool repeat = last.holds >= Holds::kShapes && last.request == request && last.active_profile == active_profile_;
   for (size_t i = 0; i < n_in && repeat; ++i) repeat = input_shapes_[i] == last.input_shapes[i];
   if (repeat) {
     *choice = last.choice;
     return Error::Ok;
   }
-  last.valid = false;
   const etrt::Span<const Shape> shapes(input_shapes_.data(), n_in);
-  const Error status = profile::choose_and_validate(table_, request, active_profile_, shapes, choice, why_);
-  if (status != Error::Ok) return status;
-  // What the next execution compares against: the active profile once this one has run on its choice.
-  last.request = request;
-  last.input_shapes = input_shapes_;  // same size every time: no allocation
-  last.choice = *choice;
-  return Error::Ok;
+  return profile::choose_and_validate(table_, request, active_profile_, shapes, choice, why_);
+}
+
+// The context an execution on `profile` runs on: strategy kSwitch's one context, or for kContextPerProfile the one
+// bound to `profile` at load.
+inline Delegate::ContextState& Delegate::context_for(int32_t profile) {
+  return context_states_[strategy_ == Strategy::kContextPerProfile ? static_cast<size_t>(profile) : 0];
 }
 
 // Strategy kSwitch: switches the one context when its profile differs, on the execution stream. Strategy
-// kContextPerProfile: picks the context bound to `profile` at load.
-inline Error Delegate::switch_profile(int32_t profile, DeviceCall& device, Target* target, Outcome* outcome) {
+// kContextPerProfile: `target` is bound to `profile` already. Either way it is the active profile's context after.
+inline Error Delegate::switch_profile(int32_t profile, DeviceCall& device, ContextState& target, Outcome* outcome) {
   const TracedStep traced(trace_, TraceStep::kSwitch);
-  const bool per_profile = strategy_ == Strategy::kContextPerProfile;
-  target->index = per_profile ? static_cast<size_t>(profile) : 0;
-  target->context = contexts_[target->index].get();
-  target->cache = &context_caches_[target->index];
-  if (per_profile) {
+  current_ = &target;
+  if (strategy_ == Strategy::kContextPerProfile) {
     outcome->switched = profile != active_profile_;
-  } else if (target->context->optimization_profile() != profile) {
+  } else if (target.context->optimization_profile() != profile) {
     const NvtxRange range("etrt switch profile");
-    device.issued();          // the switch may have put work on the stream even if it then failed
-    target->cache->forget();  // after a switch every input shape must be set again
-    const int32_t from = target->context->optimization_profile();
-    const Error status = target->context->set_optimization_profile(profile, device.stream(), why_);
+    device.issued();                 // the switch may have put work on the stream even if it then failed
+    target.forget(Holds::kNothing);  // after a switch every input shape must be set again
+    const int32_t from = target.context->optimization_profile();
+    const Error status = target.context->set_optimization_profile(profile, device.stream(), why_);
     if (status != Error::Ok) {
       why_.prepend("switching from profile %d to profile %d failed: ", from, profile);
       return Error::Internal;
@@ -386,36 +388,34 @@ inline Error Delegate::switch_profile(int32_t profile, DeviceCall& device, Targe
 }
 
 // Gives the context every input shape that changed, then reads the output shapes inferred from them and checks each
-// against the capacity ExecuTorch planned. Only a complete success marks the cache valid, so a refused call is
-// checked again in full next time.
-inline Error Delegate::set_shapes_and_infer_outputs(const Target& target, int32_t profile) {
+// against the capacity ExecuTorch planned. Only a complete success brings the context to Holds::kShapes, so a refused
+// call is checked again in full next time.
+inline Error Delegate::set_shapes_and_infer_outputs(ContextState& target, int32_t profile) {
   const TracedStep traced(trace_, TraceStep::kShapes);
-  ContextCache& cache = *target.cache;
   const size_t n_in = inputs_.size();
-  bool changed = !cache.valid;
-  for (size_t i = 0; i < n_in && !changed; ++i) changed = input_shapes_[i] != cache.input_shapes[i];
+  const bool had_shapes = target.holds >= Holds::kShapes;
+  bool changed = !had_shapes;
+  for (size_t i = 0; i < n_in && !changed; ++i) changed = input_shapes_[i] != target.input_shapes[i];
   if (!changed) return Error::Ok;
 
   const NvtxRange range("etrt set shapes");
-  cache.ran = false;
-  const bool was_valid = cache.valid;
-  cache.valid = false;
+  target.forget(Holds::kAddresses);
   for (size_t i = 0; i < n_in; ++i) {
-    if (was_valid && input_shapes_[i] == cache.input_shapes[i]) continue;
+    if (had_shapes && input_shapes_[i] == target.input_shapes[i]) continue;
     if (target.context->set_input_shape(inputs_[i].engine_index, input_shapes_[i], why_) != Error::Ok) {
       char text[128];
       why_.prepend("the engine refused shape %s for input '%s' under profile %d: ",
                    format_shape(input_shapes_[i], text), inputs_[i].display_name.c_str(), profile);
-      // What the context holds for this input is unknown now; a cleared cache sets everything again.
+      // What the context holds for this input is unknown now; below kShapes, every shape is set again.
       return Error::InvalidArgument;
     }
-    cache.input_shapes[i] = input_shapes_[i];
+    target.input_shapes[i] = input_shapes_[i];
   }
   for (size_t o = 0; o < outputs_.size(); ++o) {
     const IoSlot& slot = outputs_[o];
     const Tensor* out = arg_tensors_[n_in + o];
     if (out != nullptr && output_capacity_[o] < 0) output_capacity_[o] = static_cast<int64_t>(out->numel());
-    Shape& inferred = cache.output_shapes[o];
+    Shape& inferred = target.output_shapes[o];
     if (target.context->tensor_shape(slot.engine_index, &inferred, why_) != Error::Ok) {
       why_.prepend("the engine could not infer the shape of output '%s' under profile %d: ", slot.display_name.c_str(),
                    profile);
@@ -464,20 +464,20 @@ inline Error Delegate::set_shapes_and_infer_outputs(const Target& target, int32_
                   profile, static_cast<long long>(output_capacity_[o]));
     }
   }
-  cache.valid = true;
+  target.holds = Holds::kShapes;
   return Error::Ok;
 }
 
 // Gives every output tensor the shape the engine inferred for it, resizing only those whose shape differs
 // (resize_tensor is not free).
-inline Error Delegate::resize_outputs(const ContextCache& cache, int32_t profile) {
+inline Error Delegate::resize_outputs(const ContextState& target, int32_t profile) {
   const size_t n_in = inputs_.size();
   for (size_t o = 0; o < outputs_.size(); ++o) {
     if (arg_tensors_[n_in + o] == nullptr) continue;  // an aliased output the call passes no tensor for
     Tensor& out = *arg_tensors_[n_in + o];
     const Error typed = check_dtype(why_, outputs_[o], out, "output");
     if (typed != Error::Ok) return typed;
-    const Shape& inferred = cache.output_shapes[o];
+    const Shape& inferred = target.output_shapes[o];
     if (holds_output_shape(out, inferred)) continue;
     executorch::aten::SizesType sizes[kMaxRank];
     for (int32_t d = 0; d < inferred.rank; ++d) sizes[d] = static_cast<executorch::aten::SizesType>(inferred.d[d]);
@@ -496,8 +496,7 @@ inline Error Delegate::resize_outputs(const ContextCache& cache, int32_t profile
 
 // Gives the context each argument's address: in place where the engine can use the memory, else through the
 // argument's staging buffer (DeviceCall::bind). Addresses the context already holds are not set again.
-inline Error Delegate::bind(const Target& target, DeviceCall& device) {
-  ContextCache& cache = *target.cache;
+inline Error Delegate::bind(ContextState& target, DeviceCall& device) {
   const size_t n_in = inputs_.size();
   const size_t n_args = n_in + outputs_.size();
   const NvtxRange range("etrt bind and stage");
@@ -508,15 +507,15 @@ inline Error Delegate::bind(const Target& target, DeviceCall& device) {
     void* address = nullptr;
     if (slot.alias_of >= 0) {
       // Written in place: bound where its input was just bound (TensorRT requires it of a KV-cache update).
-      address = cache.addresses[static_cast<size_t>(slot.alias_of)];
+      address = target.addresses[static_cast<size_t>(slot.alias_of)];
       device_.staged[k] = kNotStaged;
     } else if (slot.state >= 0) {
       // The delegate's own state: its storage, or for a new value written back, the buffer it is written to.
       const OwnedState& state = states_[static_cast<size_t>(slot.state)];
       address = is_input ? state.hold.data() : state.output_buffer.data();
       device_.staged[k] = kNotStaged;
-    } else if (!device_.device && device_.staged[k] == kNotStaged && cache.addresses[k] != nullptr &&
-               arg_tensors_[k]->const_data_ptr() == cache.addresses[k]) {
+    } else if (!device_.device && device_.staged[k] == kNotStaged && target.addresses[k] != nullptr &&
+               arg_tensors_[k]->const_data_ptr() == target.addresses[k]) {
       continue;  // a host engine's tensor bound in place last time, at the same address: nothing to check or copy
     } else {
       if (slot.alias_target) {
@@ -526,53 +525,49 @@ inline Error Delegate::bind(const Target& target, DeviceCall& device) {
       const Error bound = device.bind(k, *arg_tensors_[k], is_input, slot.display_name.c_str(), &address);
       if (bound != Error::Ok) return bound;
     }
-    if (address == cache.addresses[k]) continue;  // the context still holds it
-    cache.ran = false;
-    cache.addresses[k] = nullptr;
+    if (address == target.addresses[k]) continue;  // the context still holds it
+    target.forget(Holds::kShapes);
+    target.addresses[k] = nullptr;
     if (target.context->set_tensor_address(slot.engine_index, address, why_) != Error::Ok) {
       why_.prepend("binding '%s' failed: ", slot.display_name.c_str());
       return Error::Internal;
     }
-    cache.addresses[k] = address;
+    target.addresses[k] = address;
   }
   return Error::Ok;
 }
 
-// Runs the context (or replays its CUDA graph, when graphs are on and nothing changed since its last run).
-inline Error Delegate::enqueue(const Target& target, DeviceCall& device, int32_t profile) {
-  ContextCache& cache = *target.cache;
+// Runs the context (or replays its CUDA graph, when graphs are on and nothing changed since its last run). A failed
+// enqueue returns InvalidArgument when the engine blamed the data (a token id outside the vocabulary). The caller
+// records the outcome in `target`: the repeat path and the steps know different things about it.
+inline Error Delegate::enqueue(const ContextState& target, DeviceCall& device, int32_t profile) {
   device.issued();  // a failed enqueue may still have left work on the stream
   GraphSet* graphs = device_.graphs.empty() ? nullptr : &device_.graphs[target.index];
   const NvtxRange range("etrt enqueue");
-  const Error status = device.enqueue(*target.context, graphs, cache.ran, profile, cache.input_shapes, cache.addresses);
-  // InvalidArgument when the engine blamed the data (a token id outside the vocabulary): the caller's argument.
-  cache.ran = status == Error::Ok;
-  return status;
+  return device.enqueue(*target.context, graphs, target.holds >= Holds::kRan, profile, target.input_shapes,
+                        target.addresses);
 }
 
-// Copies staged outputs back, then finishes the in-place outputs; the choice just made becomes the one the next
-// execution may reuse.
-inline Error Delegate::finish_outputs(const Target& target, DeviceCall& device) {
+// Copies staged outputs back, then finishes the in-place outputs.
+inline Error Delegate::finish_outputs(const ContextState& target, DeviceCall& device) {
   const NvtxRange range("etrt copy back");
   const TracedStep traced(trace_, TraceStep::kCopyBack);
   const Error status = device.copy_back_outputs(arg_tensors_.data(), inputs_.size(), outputs_.size());
   if (status != Error::Ok) return status;
-  last_choice_.active_profile = active_profile_;
-  last_choice_.valid = true;
   return finish_in_place(target, device);
 }
 
 // Copies each input an output was written into in place back from its staging buffer, if it was staged, and into
 // the write-back output ExecuTorch passed, if any; then copies the new value of each delegate-owned state the engine
 // does not update in place into the state.
-inline Error Delegate::finish_in_place(const Target& target, DeviceCall& device) {
+inline Error Delegate::finish_in_place(const ContextState& target, DeviceCall& device) {
   const size_t n_in = inputs_.size();
   for (size_t o = 0; o < outputs_.size(); ++o) {
     const IoSlot& slot = outputs_[o];
     if (slot.alias_of < 0) continue;
     const auto input = static_cast<size_t>(slot.alias_of);
     if (inputs_[input].state >= 0) continue;  // the delegate's own state, updated where it lives: nothing to copy
-    const size_t bytes = static_cast<size_t>(target.cache->output_shapes[o].numel()) * engine::element_size(slot.dtype);
+    const size_t bytes = static_cast<size_t>(target.output_shapes[o].numel()) * engine::element_size(slot.dtype);
     const Error status = device.finish_in_place(input, *arg_tensors_[input], arg_tensors_[n_in + o], bytes,
                                                 inputs_[input].display_name.c_str());
     if (status != Error::Ok) return status;
@@ -595,10 +590,10 @@ inline Error Delegate::finish(const ThreadState& thread, const Outcome& outcome,
     ExecutionRecord record;
     static_assert(sizeof(record.delegate) == sizeof(name_), "delegate names are copied whole");
     std::memcpy(record.delegate, name_, sizeof(record.delegate));
-    record.profile = outcome.profile;
+    record.profile = outcome.choice.profile;
     record.num_profiles = table_.num_profiles();
     record.switched = outcome.switched;
-    record.pin_ignored = outcome.pin_ignored;
+    record.pin_ignored = outcome.choice.pin_ignored;
     record.ok = status == Error::Ok;
     record.host_to_device_bytes = copied.host_to_device;
     record.device_to_host_bytes = copied.device_to_host;
@@ -607,7 +602,7 @@ inline Error Delegate::finish(const ThreadState& thread, const Outcome& outcome,
     ExecutionReport::record_on_this_thread(record);
   }
   counts_.count_bytes(copied);  // what moved, moved: a failed execution's copies count too
-  if (status == Error::Ok) counts_.count_execution(outcome.profile);
+  if (status == Error::Ok) counts_.count_execution(outcome.choice.profile);
   return status;
 }
 

@@ -356,16 +356,19 @@ Error Delegate::plan_output_staging(engine::StreamHandle stream, std::vector<siz
 // The per-execution scratch, sized once so that execute() never allocates.
 void Delegate::size_execution_scratch() {
   input_shapes_.resize(inputs_.size());
-  last_choice_.input_shapes.resize(inputs_.size());
   output_capacity_.assign(outputs_.size(), -1);
   arg_tensors_.resize(inputs_.size() + outputs_.size());
-  context_caches_.resize(contexts_.size());
-  for (ContextCache& cache : context_caches_) {
-    cache.input_shapes.resize(inputs_.size());
-    cache.output_shapes.resize(outputs_.size());
-    cache.addresses.assign(inputs_.size() + outputs_.size(), nullptr);
+  context_states_.resize(contexts_.size());
+  for (size_t c = 0; c < contexts_.size(); ++c) {
+    ContextState& state = context_states_[c];
+    state.index = c;
+    state.context = contexts_[c].get();
+    state.input_shapes.resize(inputs_.size());
+    state.output_shapes.resize(outputs_.size());
+    state.addresses.assign(inputs_.size() + outputs_.size(), nullptr);
   }
   active_profile_ = 0;
+  current_ = &context_states_[0];
   if (!device_.device || !options_.cuda_graphs) return;
   // TensorRT: "If the Engine is streaming weights, enqueueV3 will become synchronous, and the graph will not be
   // capturable." So no capture is tried (one would fail and turn graphs off at the first steady call anyway).

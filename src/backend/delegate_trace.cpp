@@ -7,11 +7,11 @@ namespace etrt::backend {
 
 TraceOutcome Delegate::trace_outcome(const Outcome& outcome, int32_t from_profile, Error status) const {
   TraceOutcome t;
-  t.profile = outcome.profile;
+  t.profile = outcome.choice.profile;
   t.from_profile = from_profile;
   t.num_profiles = table_.num_profiles();
   t.switched = outcome.switched;
-  t.pin_ignored = outcome.pin_ignored;
+  t.pin_ignored = outcome.choice.pin_ignored;
   t.context_per_profile = strategy_ == Strategy::kContextPerProfile;
   t.ok = status == Error::Ok;
   const size_t n_in = inputs_.size();

@@ -91,6 +91,11 @@ class ProfileTable {
 
   friend struct SelectionAccess;  // selection.cpp: the per-execution paths read the flat arrays directly
 
+  // build()'s steps after the checks: record an input, flatten the bounds, find the distinguishing dimensions.
+  void add_input(const std::string& name, int32_t rank);
+  void flatten(Span<const InputBounds> inputs);
+  void find_keys(Span<const InputBounds> inputs);
+
   int32_t num_profiles_ = 0;
   size_t total_dims_ = 0;           // sum of ranks: the stride of ranges_ and opt_ per profile
   std::vector<std::string> names_;  // [input]
