@@ -37,7 +37,9 @@ def test_import_loads_the_packaged_library_sharing_executorchs_runtime(rt):
               if os.path.basename(line.split()[-1]).startswith("libexecutorch.so")}
     assert mapped == {et_lib}
     assert "TensorRTBackend" in Runtime.get().backend_registry.registered_backend_names
-    assert rt.abi_version() == 1 and rt.version() == etrt.__version__
+    from etrt import _capi
+
+    assert rt.abi_version() == _capi.ABI_VERSION and rt.version() == etrt.__version__
     info = native.build_info()
     assert info is not None and info.executorch_version == dist_version("executorch")
     assert native.read_elf_dynamic(rt.library_path()).runpath == ["$ORIGIN", "$ORIGIN/../../../executorch/lib"]

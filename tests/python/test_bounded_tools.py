@@ -1,8 +1,10 @@
 """`etrt inspect` and `etrt validate` on the largest files the runtime loads (docs/limits.md): metadata of exactly
 16 MiB, a 64 MiB GPU-free engine, 16 384 IO tensors, 65 536 profile entries. Each command runs in its own process;
-its wall time and peak RSS (ru_maxrss of the child, interpreter and libetrt included) are printed and checked
-against the tools' bounds, 10 s and 256 MB on a 2-core machine, far above what they take (docs/limits.md has the
-measurements). A bound, not a benchmark: the numbers are printed for the log (pytest -s).
+its CPU time (user + system), wall time and peak RSS (ru_maxrss of the child, interpreter and libetrt included)
+are printed, and the CPU time and the peak are checked against the tools' bounds, 10 s and 256 MB on a 2-core
+machine, far above what they take (docs/limits.md has the measurements). CPU time, not wall time, is what is
+bounded: it does not grow when other work shares the machine. A bound, not a benchmark: the numbers are printed
+for the log (pytest -s).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-WALL_LIMIT_S = 10.0
+CPU_LIMIT_S = 10.0
 MEMORY_LIMIT = 256 * 2**20
 
 
@@ -121,11 +123,11 @@ def files(tmp_path_factory):
 @pytest.mark.parametrize("command", ["inspect", "validate"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_tools_are_bounded_on_the_largest_legal_files(files, case, command):
-    status, output, wall, peak = run_tool_isolated(command, files[case])
-    print(f"\n{command} {case}: {wall:.2f} s wall, peak RSS {peak / 2**20:.0f} MiB, exit {status}")
+    status, output, wall, cpu, peak = run_tool_isolated(command, files[case])
+    print(f"\n{command} {case}: {cpu:.2f} s CPU, {wall:.2f} s wall, peak RSS {peak / 2**20:.0f} MiB, exit {status}")
     assert "Traceback" not in output, output[-3000:]
     assert status == 0, output[-3000:]
-    assert wall <= WALL_LIMIT_S, f"{command} {case} took {wall:.1f} s"
+    assert cpu <= CPU_LIMIT_S, f"{command} {case} took {cpu:.1f} s of CPU time"
     assert peak <= MEMORY_LIMIT, f"{command} {case} peaked at {peak / 2**20:.0f} MiB"
 
 
@@ -135,7 +137,8 @@ start = time.perf_counter()
 proc = subprocess.run([sys.executable, "-m", "etrt", *sys.argv[1:]], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 wall = time.perf_counter() - start
 sys.stdout.buffer.write(proc.stdout)
-print(f"\n@@usage {wall} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}")
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"\n@@usage {wall} {usage.ru_utime + usage.ru_stime} {usage.ru_maxrss}")
 sys.exit(proc.returncode)
 """
 
@@ -145,8 +148,8 @@ def run_tool_isolated(command: str, path: Path):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
     env.pop("ETRT_DEBUG", None)
     proc = subprocess.run([sys.executable, "-c", _MEASURE, command, str(path)], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, env=env, timeout=6 * WALL_LIMIT_S)
+                          stderr=subprocess.STDOUT, env=env, timeout=12 * CPU_LIMIT_S)
     text = proc.stdout.decode(errors="replace")
     head, _, usage = text.rpartition("\n@@usage ")
-    wall, kib = usage.split()
-    return proc.returncode, head, float(wall), int(kib) * 1024
+    wall, cpu, kib = usage.split()
+    return proc.returncode, head, float(wall), float(cpu), int(kib) * 1024
