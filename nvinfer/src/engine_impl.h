@@ -1,7 +1,7 @@
 #pragma once
 // The GPU-free NvInfer implementation's runtime and engine: TensorRT's
 // IRuntime and ICudaEngine over the engine format of format.h. Contexts are in
-// context.cpp. See ../README.md for the contract each call follows.
+// context_impl.h. See ../README.md for the contract each call follows.
 //
 // Profile ownership follows TensorRT <= 8.5: each live context holds at most
 // one profile and no two live contexts hold the same one. A context takes its
