@@ -1,7 +1,7 @@
 // etrt_bench_gpu: host overhead of one Module::forward() on the CUDA path.
 //
 // The model is tests/backend's embedding + matmul (hidden size 16) as a
-// CUDA-mode reference engine with tracing off: tiny compute, so what is
+// CUDA-mode GPU-free NvInfer engine with tracing off: tiny compute, so what is
 // measured is the delegate's own work -- the caller's stream, the wait for
 // in-flight work, choosing and validating the profile, the switch (or the
 // choice of context), shapes, staging, binding, the enqueue, the event -- plus
@@ -215,7 +215,7 @@ class MedianReporter final : public benchmark::ConsoleReporter {
     const double measured = time("cuda/switch/device/decode");
     std::printf(
         "\nEstimated split of cuda/switch/device/decode (%.0f ns), from the api/ rows:\n"
-        "  reference engine's own CUDA calls (3 launches, 2 memsets, 1 event record, 2 pointer queries, "
+        "  GPU-free NvInfer engine's own CUDA calls (3 launches, 2 memsets, 1 event record, 2 pointer queries, "
         "2 cudaGetLastError, 2 cudaGetDevice): %.0f ns\n"
         "  etrt backend's CUDA calls (2 pointer queries, cudaStreamGetDevice, 1 event record, "
         "cudaGetDevice): %.0f ns\n"

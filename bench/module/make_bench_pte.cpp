@@ -1,5 +1,5 @@
 // Builds the programs module_bench.cpp compares: the same one-delegate graph
-// x [1, <=64] float32 -> y, once as an etrt delegate over a reference engine
+// x [1, <=64] float32 -> y, once as an etrt delegate over a GPU-free NvInfer engine
 // that only copies (identity), once for a delegate that does nothing at all.
 // Two profiles: [1,1] (decode) and [1,2..64] (prefill). Also: the etrt program
 // with unplanned IO (the runner passes its own 256-byte-aligned buffers, which

@@ -1,6 +1,6 @@
 // Host overhead of one Module::forward() through etrt, against a delegate
 // that does nothing, side by side in one process. The etrt delegate runs a
-// reference engine that only copies its input, with tracing off, so what is
+// GPU-free NvInfer engine that only copies its input, with tracing off, so what is
 // measured is the delegate's own work: reading the request, choosing and
 // validating the profile, setting shapes, resizing outputs, binding, enqueue.
 //

@@ -1,5 +1,5 @@
 // Builds the programs trace_bench.cpp runs: one TensorRT delegate over an
-// LLM-shaped reference engine, input_ids [1, S] int64 -> logits [1, S, 16]
+// LLM-shaped GPU-free NvInfer engine, input_ids [1, S] int64 -> logits [1, S, 16]
 // (embedding, then matmul), tracing off, in two profile layouts and with two
 // modelled switch costs (Builder::set_switch_cost_ns, busy-waited on every
 // successful setOptimizationProfileAsync):

@@ -26,7 +26,7 @@
 // Time per execution = host time measured around Module::forward() (wall
 // clock; includes the engine's modelled switch cost, busy-waited inside
 // setOptimizationProfileAsync) + modelled compute, added here because the
-// reference engine's own compute is not a GPU's:
+// GPU-free NvInfer engine's own compute is not a GPU's:
 //   decode step on profile 0 (its own):      4.97 ms
 //   decode step on profile 1 (prefill's):    6.42 ms
 //   prefill of P tokens (always profile 1):  6.42 ms + 0.03 ms * P

@@ -28,7 +28,7 @@
  *    them key by key). For runtimes that pass no load options, such as
  *    ExecuTorch's Python API.
  *  - etrt_blob_describe() / etrt_engine_describe() (version 2): the runtime's
- *    own reading of a TR01/TR02 blob and of a GPU-free engine, for tools
+ *    own reading of a TR01/TR02 blob and of a GPU-free NvInfer engine, for tools
  *    (etrt inspect, etrt validate), so they refuse what a load refuses, with
  *    its message. etrt_build_has_cuda() and etrt_device_memory() say what
  *    this build and machine can run.

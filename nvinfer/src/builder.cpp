@@ -10,7 +10,7 @@ namespace etrt::gpufree {
 namespace {
 
 bool failed(std::string* error, std::string message) {
-  if (error != nullptr) *error = "reference engine builder: " + std::move(message);
+  if (error != nullptr) *error = "GPU-free NvInfer builder: " + std::move(message);
   return false;
 }
 

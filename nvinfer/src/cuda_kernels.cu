@@ -1,4 +1,4 @@
-// The reference engine's CUDA-mode kernels (kernels.h): the host set's
+// The GPU-free NvInfer's CUDA-mode kernels (kernels.h): the host set's
 // arithmetic, one kernel per op, launched on the enqueue's stream. Sizes are
 // tiny in etrt's tests and benchmarks, so the kernels are plain grid-stride
 // loops: what they exist for is to put real device work, in device memory, on

@@ -1,4 +1,4 @@
-// The reference engine's CUDA runtime calls (device_runtime.h), for builds
+// The GPU-free NvInfer's CUDA runtime calls (device_runtime.h), for builds
 // with -DETRT_WITH_CUDA=ON.
 #include <cuda_runtime_api.h>
 

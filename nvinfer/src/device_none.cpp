@@ -1,4 +1,4 @@
-// The reference engine in a build without CUDA: CUDA-mode engines still load
+// The GPU-free NvInfer in a build without CUDA: CUDA-mode engines still load
 // (so they can be inspected and packed anywhere), but anything that would
 // need the GPU is refused here, saying how to rebuild. The CudaKernels are
 // never reached: no CUDA-mode context can be created in such a build.
@@ -13,7 +13,7 @@ namespace {
 bool no_cuda(std::string* error) {
   if (error != nullptr)
     *error =
-        "this engine runs in CUDA device memory (a CUDA-mode reference engine), but this build of etrt has no "
+        "this engine runs in CUDA device memory (a CUDA-mode GPU-free NvInfer engine), but this build of etrt has no "
         "CUDA: rebuild with -DETRT_WITH_CUDA=ON and run it on a machine with a GPU";
   return false;
 }

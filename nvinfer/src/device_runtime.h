@@ -1,5 +1,5 @@
 #pragma once
-// The few CUDA runtime calls the reference engine's CUDA mode makes, behind
+// The few CUDA runtime calls the GPU-free NvInfer's CUDA mode makes, behind
 // functions that need no CUDA header, so the engine's files compile the same
 // in every build. device_cuda.cpp implements them over the CUDA runtime
 // (-DETRT_WITH_CUDA=ON); device_none.cpp, in builds without CUDA, refuses with

@@ -1,6 +1,6 @@
 #pragma once
-// What a reference engine and its contexts share (private to the reference
-// engine). Contexts hold it by shared_ptr, so a context that outlives its
+// What a GPU-free NvInfer engine and its contexts share (private to the GPU-free
+// NvInfer). Contexts hold it by shared_ptr, so a context that outlives its
 // engine finds `alive == false` and refuses, instead of touching freed memory.
 
 #include <atomic>

@@ -138,7 +138,7 @@ uint32_t read_u32(const uint8_t* p) {
 uint64_t read_u64(const uint8_t* p) { return static_cast<uint64_t>(read_u32(p)) | uint64_t{read_u32(p + 4)} << 32; }
 
 bool fail(std::string* error, std::string message) {
-  if (error != nullptr) *error = "reference engine: " + std::move(message);
+  if (error != nullptr) *error = "GPU-free NvInfer engine: " + std::move(message);
   return false;
 }
 
@@ -249,7 +249,7 @@ uint32_t checksum(const uint8_t* data, size_t size) {
   return h;
 }
 
-bool is_reference_engine(const void* data, size_t size) {
+bool is_gpufree_engine(const void* data, size_t size) {
   return data != nullptr && size >= sizeof(kMagic) && std::memcmp(data, kMagic, sizeof(kMagic)) == 0;
 }
 
@@ -313,7 +313,7 @@ std::vector<uint8_t> serialize(const Model& m) {
 bool deserialize_model(const void* data, size_t size, Model* model, std::string* error) {
   if (data == nullptr && size > 0) return fail(error, "no engine bytes (null pointer)");
   const auto* bytes = static_cast<const uint8_t*>(data);
-  if (!is_reference_engine(data, size))
+  if (!is_gpufree_engine(data, size))
     return fail(error, "these bytes are not an engine of the GPU-free NvInfer implementation (they do not start with "
                        "its magic 'ETRF'); a TensorRT plan runs on NVIDIA's TensorRT: rebuild etrt with "
                        "-DTENSORRT_ROOT=<TensorRT installation> -DETRT_WITH_CUDA=ON");

@@ -1,5 +1,5 @@
 #pragma once
-// The reference engine's serialized form. Little-endian throughout:
+// The GPU-free NvInfer's serialized form. Little-endian throughout:
 //
 //   header (24 bytes)
 //     0  char[4] magic "ETRF"        never the start of a TensorRT plan
@@ -37,8 +37,8 @@ inline constexpr char kMagic[4] = {'E', 'T', 'R', 'F'};
 inline constexpr uint32_t kFormatVersion = 2;
 inline constexpr size_t kHeaderSize = 24;
 
-// True when `data` starts with the reference engine's magic (says nothing about the rest).
-ETRT_GPUFREE_API bool is_reference_engine(const void* data, size_t size);
+// True when `data` starts with the GPU-free NvInfer's magic (says nothing about the rest).
+ETRT_GPUFREE_API bool is_gpufree_engine(const void* data, size_t size);
 
 // Encodes a model (validate it first; the builder does). Exported, with deserialize_model, for the format tests
 // and the load benchmark.

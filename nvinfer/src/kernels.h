@@ -1,5 +1,5 @@
 #pragma once
-// The reference engine's op kernels, apart from the loop that runs them
+// The GPU-free NvInfer's op kernels, apart from the loop that runs them
 // (executor.h), a host set and a CUDA set (CUDA mode): the
 // executor resolves tensors, shapes and scratch, a Kernels does the arithmetic
 // on pointers it is handed. Kernels know nothing of names or messages; they

@@ -1,5 +1,5 @@
 #pragma once
-// The reference engine's in-memory model: what a serialized engine holds once
+// The GPU-free NvInfer's in-memory model: what a serialized engine holds once
 // parsed. The builder produces one, the format encodes/decodes one, and the
 // engine runs one. validate() is the single gate both the builder and the
 // parser go through, so a hand-crafted blob is held to the same rules as a
@@ -123,7 +123,7 @@ inline bool is_static(const Shape& s) {
 // Bounds that keep a crafted blob from asking for absurd work or memory (docs/limits.md says why each is far above
 // any real engine). The decoder checks every count against them before allocating anything sized by it, and
 // validate() holds built engines to the same numbers. Python reads engines through this decoder (libetrt's
-// etrt_engine_describe); python/etrt/reference_engine/format.py repeats the numbers only for its engine writer.
+// etrt_engine_describe); python/etrt/gpufree/format.py repeats the numbers only for its engine writer.
 inline constexpr int64_t kMaxDim = (int64_t{1} << 31) - 1;
 inline constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 40;  // one IO tensor at a profile's max shapes
 inline constexpr int64_t kMaxSwitchCostNs = 10'000'000'000;     // 10 s

@@ -12,7 +12,7 @@ Pure Python, no PyTorch. Submodules:
 * :mod:`etrt.analysis` -- a program's delegates, decoded (what ``etrt.validate``
   checks and ``etrt inspect`` reports).
 * :mod:`etrt.dtypes` -- the dtype names and aliases every module uses.
-* :mod:`etrt.reference_engine` -- reads etrt's GPU-free reference engines
+* :mod:`etrt.gpufree` -- reads engines of etrt's GPU-free NvInfer
   (format v2: IO, profiles, flags, op table, in-place aliases).
 * :mod:`etrt.cli` -- ``etrt inspect | validate | pack`` (also ``python -m etrt``).
 * :mod:`etrt.engine_builder` -- writes engines of the GPU-free NvInfer implementation.

@@ -3,7 +3,7 @@
 version 3).
 
 ``etrt inspect``, ``etrt validate`` and every other reader of a blob or a
-GPU-free engine in this package ask the runtime: the bytes go through
+GPU-free NvInfer engine in this package ask the runtime: the bytes go through
 ``src/blob``'s ``parse_blob`` and the GPU-free NvInfer's deserializer, the
 code a delegate load runs, so a tool refuses exactly what a load refuses, with
 its message (docs/architecture.md, "One rulebook"). Loading libetrt imports
@@ -91,7 +91,7 @@ def describe_blob(data: bytes) -> Dict[str, Any]:
 
 
 def describe_engine(data: bytes) -> Dict[str, Any]:
-    """``etrt_engine_describe``: a GPU-free engine as a dict; raises :class:`Refused`."""
+    """``etrt_engine_describe``: a GPU-free NvInfer engine as a dict; raises :class:`Refused`."""
     return _read("engine_describe", data)
 
 

@@ -207,7 +207,7 @@ def spec_from_description(desc: Any, base_dir: Path, plans: Sequence[str] = (),
     PteError for an unknown dtype."""
     from . import blob
     from .pte import PteError, compile_specs
-    from .reference_engine import ReferenceEngineError, is_reference_engine, read_reference_engine
+    from .gpufree import GpufreeEngineError, is_gpufree_engine, read_gpufree_engine
     from .signature import Signature, SignatureError
 
     _expect(isinstance(desc, Mapping), "the IO description must be a JSON object")
@@ -264,11 +264,11 @@ def spec_from_description(desc: Any, base_dir: Path, plans: Sequence[str] = (),
         for t, _ in outs:
             _expect(roles[t] != "inputs", f"{where}: '{t}' is a program input and cannot be an engine output")
 
-        ref = None
-        if is_reference_engine(engine):
+        gpufree_eng = None
+        if is_gpufree_engine(engine):
             try:
-                ref = read_reference_engine(engine)
-            except ReferenceEngineError as e:
+                gpufree_eng = read_gpufree_engine(engine)
+            except GpufreeEngineError as e:
                 raise UsageError(f"{where}: {plan_path}: {e}") from None
         binding_inputs = [b for _, b in ins]
         sig = None
@@ -285,15 +285,15 @@ def spec_from_description(desc: Any, base_dir: Path, plans: Sequence[str] = (),
                             prof[b] = {"shape": decls[t]["shape"]}  # a static input needs no bounds
                     filled.append(prof)
                 sig = Signature.from_torch_trt(filled, spec.get("symbolic_dims"), input_order=binding_inputs)
-            elif ref is not None:
-                by_name = {t.name: k for k, t in enumerate(ref.inputs)}
+            elif gpufree_eng is not None:
+                by_name = {t.name: k for k, t in enumerate(gpufree_eng.inputs)}
                 missing = [b for b in binding_inputs if b not in by_name]
-                _expect(not missing, f"{where}: the reference engine has no input(s) {missing}; its inputs are "
+                _expect(not missing, f"{where}: the GPU-free NvInfer engine has no input(s) {missing}; its inputs are "
                                      f"{list(by_name)}")
                 sig = Signature.from_bounds(
-                    [(b, [prof[by_name[b]] for prof in ref.profiles]) for b in binding_inputs],
-                    spec.get("symbolic_dims"), num_profiles=ref.num_profiles)
-                notes.append(f"{where}: profile signature taken from the reference engine ({sig.num_profiles} "
+                    [(b, [prof[by_name[b]] for prof in gpufree_eng.profiles]) for b in binding_inputs],
+                    spec.get("symbolic_dims"), num_profiles=gpufree_eng.num_profiles)
+                notes.append(f"{where}: profile signature taken from the GPU-free NvInfer engine ({sig.num_profiles} "
                              "profile(s))")
             else:
                 _expect("symbolic_dims" not in spec, f"{where}: 'symbolic_dims' needs 'profiles'")
@@ -465,7 +465,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``etrt`` console script; returns the exit status."""
     from .blob import BlobError
     from .pte import PteError, ToolchainError
-    from .reference_engine import ReferenceEngineError
+    from .gpufree import GpufreeEngineError
     from .signature import SignatureError
 
     ap = _parser()
@@ -477,7 +477,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return args.func(args)
     except UsageError as e:
         _err(str(e))
-    except (PteError, BlobError, SignatureError, ReferenceEngineError) as e:
+    except (PteError, BlobError, SignatureError, GpufreeEngineError) as e:
         _err(str(e))
     except ToolchainError as e:
         _err(f"{e} (the .pte reader needs the executorch wheel's flatc and schema)")

@@ -8,7 +8,7 @@ Every part of the package spells a dtype the same way (``float32``,
   ``ScalarType`` (scalar_type.fbs) and back, with its element size;
 * the blob's ``io_bindings`` and validation (:mod:`etrt.validate`) compare the
   names a blob gives with the program's tensors;
-* the reference engine (:mod:`etrt.reference_engine`, :mod:`etrt.engine_builder`)
+* the GPU-free NvInfer engine (:mod:`etrt.gpufree`, :mod:`etrt.engine_builder`)
   stores ``etrt::DataType`` values, a subset in their own order
   (:data:`DATA_TYPES`).
 """
@@ -45,7 +45,7 @@ ALIASES: Dict[str, str] = {
 #: ScalarType enum name -> dtype name.
 SCALAR_TYPE_TO_DTYPE: Dict[str, str] = {st: name for name, (st, _) in DTYPES.items()}
 
-#: etrt::DataType values in enum order (the reference engine's and the C++
+#: etrt::DataType values in enum order (the GPU-free NvInfer's and the C++
 #: runtime's dtypes), spelled as in :data:`DTYPES`.
 DATA_TYPES: Tuple[str, ...] = ("float32", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool")
 

@@ -2,7 +2,7 @@
 format version 2) from Python: the same bytes the C++ builder
 (``nvinfer/include/etrt_gpufree/builder.h``) produces for the same calls, so
 an exporter -- a test partitioner's ``preprocess``, say -- can wrap a
-GPU-free engine into a TR01/TR02 blob without a C++ toolchain.
+GPU-free NvInfer engine into a TR01/TR02 blob without a C++ toolchain.
 
 ::
 
@@ -25,7 +25,7 @@ update: its output shares the cache input's memory, as TensorRT's
 that is not a declared IO tensor becomes an intermediate.
 
 ``build()`` checks what it writes by reading it back with
-:func:`etrt.reference_engine.read_reference_engine`; the C++ runtime
+:func:`etrt.gpufree.read_gpufree_engine`; the C++ runtime
 remains the authority on whether an engine runs. Pure Python, standard
 library only.
 """
@@ -39,15 +39,15 @@ from typing import Dict, Iterable, List, Sequence, Tuple
 
 from . import dtypes
 from .dtypes import DATA_TYPES
-from .reference_engine import (
+from .gpufree import (
     FLAG_CUDA_MODE,
     FLAG_STREAMABLE_WEIGHTS,
     FLAG_TRACING,
     FORMAT_VERSION,
     MAGIC,
-    ReferenceEngineError,
+    GpufreeEngineError,
     checksum,
-    read_reference_engine,
+    read_gpufree_engine,
 )
 
 __all__ = ["EngineBuildError", "EngineBuilder"]
@@ -287,8 +287,8 @@ class EngineBuilder:
 
         if _reader.available():
             try:
-                read_reference_engine(engine)
-            except ReferenceEngineError as e:
+                read_gpufree_engine(engine)
+            except GpufreeEngineError as e:
                 raise EngineBuildError(f"engine '{self.label}': {e}") from None
         return engine
 

@@ -4,7 +4,7 @@
 (inputs, outputs), every delegate (backend id, position, storage, arguments)
 and, for TensorRT delegates, the blob header fields, IO bindings matched to
 the program tensors they are called with, the profile count and bounds from
-the signature, the engine's own profiles when it is a reference engine, and
+the signature, the engine's own profiles when it is a GPU-free NvInfer engine, and
 the validation verdict (:mod:`etrt.validate`). :func:`format_report` renders
 it as text.
 """
@@ -111,8 +111,8 @@ def _delegate(d: DelegateInfo, plan: Optional[Dict[str, Any]]) -> Dict[str, Any]
         "signature_error": d.signature_error,
     }
     eng: Dict[str, Any] = {"kind": d.engine_kind, "size": len(d.engine or b"")}
-    if d.reference_engine is not None:
-        r = d.reference_engine
+    if d.gpufree_engine is not None:
+        r = d.gpufree_engine
         eng["reference"] = {
             "label": r.label, "version": r.version, "switch_cost_ns": r.switch_cost_ns,
             "requested_device_memory": r.requested_device_memory, "tracing": r.tracing,
@@ -319,7 +319,7 @@ def format_report(report: Dict[str, Any], infos: bool = True) -> str:
             if p["count"] is None:
                 lines.append("      profiles: unknown (no profile_signature, opaque TensorRT plan)")
             else:
-                src = "signature" if p["source"] == "blob" else "reference engine"
+                src = "signature" if p["source"] == "blob" else "GPU-free NvInfer engine"
                 lines.append(f"      profiles: {p['count']} (from the {src})")
                 for r in p["regimes"]:
                     lines.append(f"        {r}")
@@ -331,7 +331,7 @@ def format_report(report: Dict[str, Any], infos: bool = True) -> str:
                         ", its profiles DISAGREE with the signature")
                 extras = "".join((", CUDA mode" if ref["cuda_mode"] else "",
                                   ", streamable weights" if ref["streamable_weights"] else ""))
-                lines.append(f"      engine: reference engine '{ref['label']}' (ETRF v{ref['version']}, "
+                lines.append(f"      engine: GPU-free NvInfer engine '{ref['label']}' (ETRF v{ref['version']}, "
                              f"{ref['num_profiles']} profile(s), switch cost {ref['switch_cost_ns']} ns{extras}){note}")
                 if agree is False:
                     for pi, prof in enumerate(ref["profiles"]):
@@ -339,7 +339,7 @@ def format_report(report: Dict[str, Any], infos: bool = True) -> str:
                             f"{x['input']} min {format_shape(x['min'])} opt {format_shape(x['opt'])} max "
                             f"{format_shape(x['max'])}" for x in prof))
             elif eng.get("error"):
-                lines.append(f"      engine: unreadable reference engine: {eng['error']}")
+                lines.append(f"      engine: unreadable GPU-free NvInfer engine: {eng['error']}")
             else:
                 lines.append(f"      engine: TensorRT plan, {_size(eng['size'])}")
     v = report["validation"]

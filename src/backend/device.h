@@ -1,9 +1,9 @@
 #pragma once
 // Memory and stream plumbing between ExecuTorch tensors and an engine.
 //
-// A host engine (the reference engine's host mode) reads and writes
+// A host engine (the GPU-free NvInfer's host mode) reads and writes
 // ExecuTorch's tensors in place; nothing here calls CUDA for it, in any build.
-// A device engine (TensorRT, the reference engine's CUDA mode) needs a stream
+// A device engine (TensorRT, the GPU-free NvInfer's CUDA mode) needs a stream
 // and device pointers. device_cuda.cpp (ETRT_WITH_CUDA) provides them:
 //
 //  * the stream: the caller's (etrt::CudaStreamGuard, which is ExecuTorch's

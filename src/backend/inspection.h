@@ -28,7 +28,7 @@ namespace etrt::backend {
 // TensorRT, which deserializes only on a GPU. Linear in the metadata and the engine's IO.
 [[nodiscard]] Error resolve_delegate(const void* data, size_t size, std::string* text);
 
-// The adapter's reading of a GPU-free engine (engine::tensorrt::describe_gpufree_engine), its contract.
+// The adapter's reading of a GPU-free NvInfer engine (engine::tensorrt::describe_gpufree_engine), its contract.
 [[nodiscard]] Error describe_engine(const void* data, size_t size, std::string* text);
 
 // Whether this libetrt was built with CUDA (ETRT_WITH_CUDA): device engines run only on such a build.

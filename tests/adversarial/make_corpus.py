@@ -178,7 +178,7 @@ def cases():
         xy_program(BV.raw_blob(compact({"io_bindings": xy}), OPAQUE_PLAN, es=2**64 - 1)), BAD_INPUT,
         "with size 18446744073709551615 runs past the end")
 
-    # ---- reference engines the runtime refuses ----
+    # ---- GPU-free NvInfer engines the runtime refuses ----
     def refused(name, engine, fragment):
         c[name] = (xy_program(engine_blob(engine)), BAD_INPUT, fragment)
 

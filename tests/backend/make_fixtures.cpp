@@ -1,10 +1,10 @@
-// Builds the end-to-end fixtures: reference engines -> TR01 blobs -> packer
+// Builds the end-to-end fixtures: GPU-free NvInfer engines -> TR01 blobs -> packer
 // specs. CMake then packs each spec into a .pte with etrt's packer
 // (python -m etrt.pte), and the tests load those files through Module.
 //
 // With --cuda it builds the GPU suite's fixtures instead (tests/gpu): the
 // Module suite's programs (shared_fixtures, refusal_fixtures, scratch_fixtures), names and
-// expected values with CUDA-mode reference engines
+// expected values with CUDA-mode GPU-free NvInfer engines
 // (Builder::set_memory_kind(kDevice)), plus variants only the CUDA path needs:
 // unplanned IO (so a runner can pass device memory in and out), blobs naming
 // device 1 and a device that does not exist, and the GPU benchmark's
@@ -294,7 +294,7 @@ bool refusal_fixtures() {
                      {"y"}, {trt_call("truncated", {"x", "y"})});
   }
   {
-    // A well-formed TR01 blob around bytes that are not a reference engine,
+    // A well-formed TR01 blob around bytes that are not a GPU-free NvInfer engine,
     // as a TensorRT plan would be.
     std::vector<uint8_t> engine = static_engine("plan");
     std::string error;

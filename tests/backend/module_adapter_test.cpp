@@ -32,11 +32,11 @@
 namespace {
 
 namespace et = ::executorch::runtime;
-namespace ref = ::etrt::gpufree;
+namespace gpufree = ::etrt::gpufree;
 using ::executorch::aten::ScalarType;
 using ::executorch::extension::from_blob;
 using ::executorch::extension::Module;
-using ref::TraceKind;
+using gpufree::TraceKind;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using namespace ::etrt::module_test;  // token_ids, run_ids, read_output, expect_logits, expect_values, count
@@ -61,12 +61,12 @@ std::unique_ptr<Module> load_context_per_profile(const std::string& name) {
 
 // One execution's calls, as the trace of `label` shows them (the trace was cleared before it).
 struct Execution {
-  std::vector<ref::TraceEvent> switches, shapes, enqueues;
+  std::vector<gpufree::TraceEvent> switches, shapes, enqueues;
 };
 Execution execution_of(const std::string& label) {
   Execution x;
-  for (const auto& e : ref::trace_events(label)) {
-    EXPECT_TRUE(e.ok) << ref::to_string(e);
+  for (const auto& e : gpufree::trace_events(label)) {
+    EXPECT_TRUE(e.ok) << gpufree::to_string(e);
     if (e.kind == TraceKind::kSetOptimizationProfile) x.switches.push_back(e);
     if (e.kind == TraceKind::kSetInputShape) x.shapes.push_back(e);
     if (e.kind == TraceKind::kEnqueue) x.enqueues.push_back(e);
@@ -79,7 +79,7 @@ void expect_ordered(const std::string& label, int32_t profile, bool switched, in
   SCOPED_TRACE(trace_text(label));
   const Execution x = execution_of(label);
   ASSERT_EQ(x.enqueues.size(), 1u);
-  const ref::TraceEvent& enqueue = x.enqueues[0];
+  const gpufree::TraceEvent& enqueue = x.enqueues[0];
   EXPECT_EQ(enqueue.profile, profile);
   EXPECT_EQ(enqueue.stream, nullptr);  // a host engine: no stream, for the switch and the enqueue alike
   for (const auto& s : x.shapes) {
@@ -91,7 +91,7 @@ void expect_ordered(const std::string& label, int32_t profile, bool switched, in
     return;
   }
   ASSERT_EQ(x.switches.size(), 1u);
-  const ref::TraceEvent& sw = x.switches[0];
+  const gpufree::TraceEvent& sw = x.switches[0];
   EXPECT_EQ(sw.profile, profile);
   EXPECT_EQ(sw.previous_profile, from);
   EXPECT_EQ(sw.stream, enqueue.stream);
@@ -114,7 +114,7 @@ void run_steps(Module& module, const std::string& label, const std::vector<Step>
   int32_t on = kDecode;  // a fresh load's context is on profile 0
   for (const Step& step : steps) {
     SCOPED_TRACE("pin " + std::to_string(step.pin) + ", " + std::to_string(step.tokens) + " tokens");
-    ref::clear_all_traces();
+    gpufree::clear_all_traces();
     const auto ids = token_ids(step.tokens);
     if (step.pin < 0) {
       auto automatic = etrt::OptimizationProfileGuard::automatic();
@@ -164,7 +164,7 @@ TEST(ModuleAdapterTest, ACallersStreamDoesNotSplitAHostEnginesSwitchFromItsEnque
   int not_a_stream = 0;
   etrt::CudaStreamGuard stream(&not_a_stream);
   for (int32_t profile : {kPrefill, kDecode}) {
-    ref::clear_all_traces();
+    gpufree::clear_all_traces();
     etrt::OptimizationProfileGuard guard(profile);
     const auto ids = token_ids(profile == kPrefill ? 64 : 1);
     expect_logits(run_ids(*module, ids), ids);
@@ -173,12 +173,12 @@ TEST(ModuleAdapterTest, ACallersStreamDoesNotSplitAHostEnginesSwitchFromItsEnque
 }
 
 TEST(ModuleAdapterTest, ContextPerProfileBindsEachContextBeforeItsShapesAndNeverSwitchesAtExecute) {
-  ref::clear_all_traces();
+  gpufree::clear_all_traces();
   auto module = load_context_per_profile("llm");
   // At load: profile 1's context is bound (on the load stream, nullptr here) before any shape is set on it.
   {
     SCOPED_TRACE(trace_text("llm"));
-    const auto events = ref::trace_events("llm");
+    const auto events = gpufree::trace_events("llm");
     uint64_t bound_context = 0, bound_at = 0;
     for (const auto& e : events) {
       if (e.kind != TraceKind::kSetOptimizationProfile) continue;
@@ -197,7 +197,7 @@ TEST(ModuleAdapterTest, ContextPerProfileBindsEachContextBeforeItsShapesAndNever
     }
   }
   for (int32_t profile : {kPrefill, kDecode, kPrefill}) {
-    ref::clear_all_traces();
+    gpufree::clear_all_traces();
     etrt::OptimizationProfileGuard guard(profile);
     const auto ids = token_ids(profile == kPrefill ? 50 : 1);
     expect_logits(run_ids(*module, ids), ids);
@@ -210,7 +210,7 @@ TEST(ModuleAdapterTest, ContextPerProfileBindsEachContextBeforeItsShapesAndNever
 TEST(ModuleAdapterTest, AOneProfileEngineNeverIssuesSetOptimizationProfileAsync) {
   for (bool per_profile : {false, true}) {
     SCOPED_TRACE(per_profile ? "context_per_profile" : "switch");
-    ref::clear_all_traces();
+    gpufree::clear_all_traces();
     auto fixed = per_profile ? load_context_per_profile("single_static") : load("single_static");
     auto dynamic = per_profile ? load_context_per_profile("single_dynamic") : load("single_dynamic");
     std::vector<float> x = {1, 2, 3, 4};
@@ -234,11 +234,11 @@ TEST(ModuleAdapterTest, AOneProfileEngineNeverIssuesSetOptimizationProfileAsync)
     }
     for (const char* label : {"single_static", "single_dynamic"}) {
       EXPECT_EQ(count(label, TraceKind::kSetOptimizationProfile), 0) << trace_text(label);
-      EXPECT_EQ(ref::trace_counters(label).contexts_created, 1) << trace_text(label);
-      EXPECT_EQ(ref::trace_counters(label).failures, 0) << trace_text(label);
+      EXPECT_EQ(gpufree::trace_counters(label).contexts_created, 1) << trace_text(label);
+      EXPECT_EQ(gpufree::trace_counters(label).failures, 0) << trace_text(label);
     }
-    EXPECT_EQ(ref::count_enqueues("single_static"), 3);
-    EXPECT_EQ(ref::count_enqueues("single_dynamic"), 4);
+    EXPECT_EQ(gpufree::count_enqueues("single_static"), 3);
+    EXPECT_EQ(gpufree::count_enqueues("single_dynamic"), 4);
   }
 }
 
@@ -255,20 +255,20 @@ Buffer aligned_bytes(size_t bytes, size_t slack = 256) {
 void expect_every_bound_address_aligned(const std::vector<std::string>& labels) {
   int64_t bound = 0;
   for (const std::string& label : labels) {
-    for (const auto& e : ref::trace_events(label)) {
+    for (const auto& e : gpufree::trace_events(label)) {
       if (e.kind != TraceKind::kSetTensorAddress) continue;
-      EXPECT_TRUE(e.ok) << label << ": " << ref::to_string(e);
+      EXPECT_TRUE(e.ok) << label << ": " << gpufree::to_string(e);
       if (!e.ok) continue;
       ++bound;
-      EXPECT_EQ(reinterpret_cast<uintptr_t>(e.address) % kAlignment, 0u) << label << ": " << ref::to_string(e);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(e.address) % kAlignment, 0u) << label << ": " << gpufree::to_string(e);
     }
-    EXPECT_EQ(ref::trace_counters(label).failures, 0) << trace_text(label);
+    EXPECT_EQ(gpufree::trace_counters(label).failures, 0) << trace_text(label);
   }
   EXPECT_GT(bound, 0);
 }
 
 TEST(ModuleAdapterTest, EveryAddressTheEngineAcceptsIs256ByteAligned) {
-  ref::clear_all_traces();
+  gpufree::clear_all_traces();
   {
     auto module = load("llm");
     for (size_t n : {1u, 40u, 2048u, 1u}) {
@@ -300,11 +300,11 @@ TEST(ModuleAdapterTest, EveryAddressTheEngineAcceptsIs256ByteAligned) {
       expect_logits(run_ids(*module, token_ids(n)), token_ids(n));
     }
     int64_t given = 0;
-    for (const auto& e : ref::trace_events("overlap")) {
+    for (const auto& e : gpufree::trace_events("overlap")) {
       if (e.kind != TraceKind::kSetDeviceMemory) continue;
       ++given;
-      EXPECT_TRUE(e.ok) << ref::to_string(e);
-      EXPECT_EQ(reinterpret_cast<uintptr_t>(e.address) % kAlignment, 0u) << ref::to_string(e);
+      EXPECT_TRUE(e.ok) << gpufree::to_string(e);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(e.address) % kAlignment, 0u) << gpufree::to_string(e);
     }
     EXPECT_EQ(given, 2);  // one per profile's context
   }
@@ -324,7 +324,7 @@ class ModuleAdapterIoTest : public ::testing::Test {
     ids_ = aligned_bytes(kMaxTokens * sizeof(int64_t));
     out_ = aligned_bytes(static_cast<size_t>(kMaxTokens * kH) * sizeof(float));
     ASSERT_TRUE(ids_ && out_);
-    ref::clear_all_traces();
+    gpufree::clear_all_traces();
   }
 
   // Runs `ids` from `ids_ + ids_offset` into `out_ + out_offset`; returns the output values read from there.
@@ -352,7 +352,7 @@ class ModuleAdapterIoTest : public ::testing::Test {
   // nullptr if none.
   static const void* bound(int32_t io) {
     const void* address = nullptr;
-    for (const auto& e : ref::trace_events(kLabel))
+    for (const auto& e : gpufree::trace_events(kLabel))
       if (e.kind == TraceKind::kSetTensorAddress && e.ok && e.io_index == io) address = e.address;
     return address;
   }
@@ -388,7 +388,7 @@ TEST_F(ModuleAdapterIoTest, AMisalignedInputIsStagedAndTheResultStaysCorrect) {
   etrt::OptimizationProfileGuard guard(kPrefill);
   const auto prompt = token_ids(300);
   expect_values(run(prompt, 16, 0), prompt);
-  EXPECT_EQ(ref::last_enqueue_profile(kLabel), kPrefill);
+  EXPECT_EQ(gpufree::last_enqueue_profile(kLabel), kPrefill);
   expect_every_bound_address_aligned({kLabel});
 }
 
@@ -413,7 +413,7 @@ TEST_F(ModuleAdapterIoTest, AMisalignedOutputIsStagedAndCopiedBack) {
 TEST(ModuleAdapterTest, AnIoTensorPlacedOnTheHostIsRefusedAtLoadNamingGetTensorLocation) {
   for (const char* name : {"host_input", "host_output"}) {
     SCOPED_TRACE(name);
-    ref::clear_all_traces();
+    gpufree::clear_all_traces();
     Module module(fixture(name));
     EXPECT_NE(module.load_forward(), et::Error::Ok);
     const std::string message = etrt::last_error_message();
@@ -421,7 +421,7 @@ TEST(ModuleAdapterTest, AnIoTensorPlacedOnTheHostIsRefusedAtLoadNamingGetTensorL
     EXPECT_THAT(message, HasSubstr("kHOST"));
     EXPECT_THAT(message, HasSubstr(std::string(name) == "host_input" ? "'x'" : "'y'"));
     // Refused before any context existed, and the engine released.
-    const ref::TraceCounters c = ref::trace_counters(name);
+    const gpufree::TraceCounters c = gpufree::trace_counters(name);
     EXPECT_EQ(c.engines_loaded, 1) << trace_text(name);
     EXPECT_EQ(c.contexts_created, 0) << trace_text(name);
     EXPECT_EQ(count(name, TraceKind::kDestroyEngine), 1) << trace_text(name);
@@ -433,7 +433,7 @@ TEST(ModuleAdapterTest, AnIoTensorPlacedOnTheHostIsRefusedAtLoadNamingGetTensorL
 TEST(ModuleAdapterTest, AnOutputWithUnknownDimsAfterEveryInputShapeIsSetIsRefusedClearly) {
   // data_dependent: y = x, both dims of y data-dependent, so y reads [-1, -1] once x's shape is set -- two unknown
   // dims, whose product is positive.
-  ref::clear_all_traces();
+  gpufree::clear_all_traces();
   auto module = load("data_dependent");
   std::vector<float> x = {1, 2, 3, 4, 5, 6};
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -445,8 +445,8 @@ TEST(ModuleAdapterTest, AnOutputWithUnknownDimsAfterEveryInputShapeIsSetIsRefuse
   }
   // Refused before any address was bound or anything ran; the engine saw only shapes.
   EXPECT_EQ(count("data_dependent", TraceKind::kSetTensorAddress), 0) << trace_text("data_dependent");
-  EXPECT_EQ(ref::count_enqueues("data_dependent"), 0) << trace_text("data_dependent");
-  EXPECT_EQ(ref::trace_counters("data_dependent").failures, 0) << trace_text("data_dependent");
+  EXPECT_EQ(gpufree::count_enqueues("data_dependent"), 0) << trace_text("data_dependent");
+  EXPECT_EQ(gpufree::trace_counters("data_dependent").failures, 0) << trace_text("data_dependent");
   // The runtime stays usable: another program runs.
   auto llm = load("llm");
   expect_logits(run_ids(*llm, token_ids(1)), token_ids(1));

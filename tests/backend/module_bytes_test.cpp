@@ -106,7 +106,7 @@ TEST_F(CopiedBytesTest, AHostEngineBindsAlignedHostMemoryInPlaceAndCopiesNothing
   const Bytes before = from_c_abi();
   const ExecutionRecord first = run({3}, 0, 0);
   const void* bound_ids = nullptr;
-  for (const auto& e : events_of("unplanned_io", ref::TraceKind::kSetTensorAddress, true))
+  for (const auto& e : events_of("unplanned_io", gpufree::TraceKind::kSetTensorAddress, true))
     if (e.io_index == 0) bound_ids = e.address;
   EXPECT_EQ(bound_ids, ids_.get()) << trace_text("unplanned_io");
   const ExecutionRecord repeated = run({4}, 0, 0);  // the repeat fast path
@@ -140,9 +140,9 @@ TEST_F(CopiedBytesTest, AFailedExecutionCountsWhatItCopiedAndNoExecution) {
   ExecutionReport report;
   auto* in = reinterpret_cast<int64_t*>(reinterpret_cast<char*>(ids_.get()) + 8);
   in[0] = 2;
-  ref::inject_fault(ref::Call::kEnqueueV3);
+  gpufree::inject_fault(gpufree::Call::kEnqueueV3);
   EXPECT_NE(module_->forward(from_blob(in, {1, 1}, ScalarType::Long)).error(), et::Error::Ok);
-  ref::clear_faults();
+  gpufree::clear_faults();
   ASSERT_EQ(report.entries().size(), 1u);
   EXPECT_FALSE(report.entries()[0].ok);
   EXPECT_EQ(of(report.entries()[0]), (Bytes{0, 0, 8, 0})) << "the input was staged before the enqueue failed";

@@ -1,7 +1,7 @@
-// End-to-end: .pte files packed at build time from reference engines, loaded
+// End-to-end: .pte files packed at build time from GPU-free NvInfer engines, loaded
 // from disk and run through executorch::extension::Module with libetrt
 // registered as "TensorRTBackend". Assertions are on outputs and on the
-// reference engine's own trace (what the engine did), not on what the backend
+// GPU-free NvInfer engine's own trace (what the engine did), not on what the backend
 // says it did.
 //
 // One suite for both engine kinds (module_suite.h): every case runs on
@@ -44,7 +44,7 @@ namespace {
 // Parameterized by engine and strategy.
 class ModuleTest : public ::testing::TestWithParam<ModuleParam> {
  protected:
-  void TearDown() override { ref::clear_all_traces(); }
+  void TearDown() override { gpufree::clear_all_traces(); }
 
   Engine engine() const { return GetParam().engine; }
   Strategy strategy() const { return GetParam().strategy; }
@@ -64,7 +64,7 @@ TEST_P(ModuleTest, WithoutAGuardTheDecodeProfileZeroRuns) {
   auto module = load("llm");
   const auto ids = token_ids(1);
   expect_logits(run_ids(*module, ids), ids);
-  EXPECT_EQ(ref::last_enqueue_profile("llm"), 0);
+  EXPECT_EQ(gpufree::last_enqueue_profile("llm"), 0);
   EXPECT_EQ(switch_calls("llm"), 0);
 }
 
@@ -74,9 +74,9 @@ TEST_P(ModuleTest, WithoutAGuardAMultiProfileEngineChoosesTheFirstProfileThatFit
   auto module = load("overlap");
   const auto prompt = token_ids(64), step = token_ids(1);
   expect_logits(run_ids(*module, prompt), prompt);
-  EXPECT_EQ(ref::last_enqueue_profile("overlap"), kPrefill);
+  EXPECT_EQ(gpufree::last_enqueue_profile("overlap"), kPrefill);
   expect_logits(run_ids(*module, step), step);
-  EXPECT_EQ(ref::last_enqueue_profile("overlap"), kDecode);
+  EXPECT_EQ(gpufree::last_enqueue_profile("overlap"), kDecode);
 }
 
 TEST_P(ModuleTest, WithAutomaticSelectionTurnedOffAPrefillShapeFailsNamingTheBounds) {
@@ -86,7 +86,7 @@ TEST_P(ModuleTest, WithAutomaticSelectionTurnedOffAPrefillShapeFailsNamingTheBou
   EXPECT_THAT(message, HasSubstr("input_ids"));
   EXPECT_THAT(message, HasSubstr("64"));
   EXPECT_THAT(message, HasSubstr("profile 0"));
-  EXPECT_EQ(ref::count_enqueues("llm"), 0);
+  EXPECT_EQ(gpufree::count_enqueues("llm"), 0);
 }
 
 TEST_P(ModuleTest, PinningProfileOneRunsAPrefillShapeOnProfileOne) {
@@ -94,7 +94,7 @@ TEST_P(ModuleTest, PinningProfileOneRunsAPrefillShapeOnProfileOne) {
   const auto ids = token_ids(64);
   OptimizationProfileGuard guard(kPrefill);
   expect_logits(run_ids(*module, ids), ids);
-  EXPECT_EQ(ref::last_enqueue_profile("llm"), kPrefill);
+  EXPECT_EQ(gpufree::last_enqueue_profile("llm"), kPrefill);
   EXPECT_EQ(switch_calls("llm"), strategy_switches(1));
 }
 
@@ -103,7 +103,7 @@ TEST_P(ModuleTest, PinningProfileZeroRunsDecodeOnProfileZero) {
   const auto ids = token_ids(1);
   OptimizationProfileGuard guard(kDecode);
   expect_logits(run_ids(*module, ids), ids);
-  EXPECT_EQ(ref::last_enqueue_profile("llm"), kDecode);
+  EXPECT_EQ(gpufree::last_enqueue_profile("llm"), kDecode);
 }
 
 TEST_P(ModuleTest, AutoChoosesTheProfileFromTheInputShape) {
@@ -111,10 +111,10 @@ TEST_P(ModuleTest, AutoChoosesTheProfileFromTheInputShape) {
   auto automatic = OptimizationProfileGuard::automatic();
   const auto prompt = token_ids(100);
   expect_logits(run_ids(*module, prompt), prompt);
-  EXPECT_EQ(ref::last_enqueue_profile("llm"), kPrefill);
+  EXPECT_EQ(gpufree::last_enqueue_profile("llm"), kPrefill);
   const auto token = token_ids(1);
   expect_logits(run_ids(*module, token), token);
-  EXPECT_EQ(ref::last_enqueue_profile("llm"), kDecode);
+  EXPECT_EQ(gpufree::last_enqueue_profile("llm"), kDecode);
 }
 
 TEST_P(ModuleTest, PrefillDecodePrefillChangesProfileOncePerRegimeChange) {
@@ -135,7 +135,7 @@ TEST_P(ModuleTest, PrefillDecodePrefillChangesProfileOncePerRegimeChange) {
   // 0 -> 1 (prefill), 1 -> 0 (decode), 0 -> 1 (prefill again): three regime changes.
   EXPECT_EQ(report.switches(), 3u);
   EXPECT_EQ(switch_calls("llm"), strategy_switches(3));
-  EXPECT_EQ(ref::count_enqueues("llm"), 7);
+  EXPECT_EQ(gpufree::count_enqueues("llm"), 7);
 }
 
 TEST_P(ModuleTest, AShapeNoProfileAcceptsFailsUnderAutoListingEveryProfile) {
@@ -154,9 +154,9 @@ TEST_P(ModuleTest, ASteadyStateExecutionRepeatsOnlyTheEnqueue) {
   auto module = load("llm");
   for (int step = 0; step < 4; ++step) expect_logits(run_ids(*module, token_ids(1)), token_ids(1));
   // The context keeps shapes and addresses between enqueues: only the first call sets them.
-  EXPECT_EQ(count("llm", ref::TraceKind::kSetInputShape), 1);
-  EXPECT_EQ(count("llm", ref::TraceKind::kSetTensorAddress), 2);
-  EXPECT_EQ(ref::count_enqueues("llm"), 4);
+  EXPECT_EQ(count("llm", gpufree::TraceKind::kSetInputShape), 1);
+  EXPECT_EQ(count("llm", gpufree::TraceKind::kSetTensorAddress), 2);
+  EXPECT_EQ(gpufree::count_enqueues("llm"), 4);
   // A new shape is set again; a switch makes the backend set everything again, and so does the first use of the
   // prefill profile's own context.
   {
@@ -164,12 +164,12 @@ TEST_P(ModuleTest, ASteadyStateExecutionRepeatsOnlyTheEnqueue) {
     expect_logits(run_ids(*module, token_ids(40)), token_ids(40));
     expect_logits(run_ids(*module, token_ids(41)), token_ids(41));
   }
-  EXPECT_EQ(count("llm", ref::TraceKind::kSetInputShape), 3);
-  EXPECT_EQ(count("llm", ref::TraceKind::kSetTensorAddress), 4);
+  EXPECT_EQ(count("llm", gpufree::TraceKind::kSetInputShape), 3);
+  EXPECT_EQ(count("llm", gpufree::TraceKind::kSetTensorAddress), 4);
   expect_logits(run_ids(*module, token_ids(1)), token_ids(1));
   // Back on decode: the switch sets the shape again; the decode profile's own context still holds it.
-  EXPECT_EQ(count("llm", ref::TraceKind::kSetInputShape), strategy() == Strategy::kSwitch ? 4 : 3);
-  EXPECT_EQ(ref::trace_counters("llm").failures, 0);
+  EXPECT_EQ(count("llm", gpufree::TraceKind::kSetInputShape), strategy() == Strategy::kSwitch ? 4 : 3);
+  EXPECT_EQ(gpufree::trace_counters("llm").failures, 0);
 }
 
 // ---- overlapping profiles: 0 = exactly one token, 1 = 1..2048 ----
@@ -179,7 +179,7 @@ TEST_P(ModuleTest, StickyAutoKeepsTheWideProfileForOneTokenAfterAPrefill) {
   auto automatic = OptimizationProfileGuard::automatic(AutoPolicy::kStickyFirstFit);
   expect_logits(run_ids(*module, token_ids(10)), token_ids(10));
   expect_logits(run_ids(*module, token_ids(1)), token_ids(1));
-  EXPECT_EQ(ref::last_enqueue_profile("overlap"), 1);
+  EXPECT_EQ(gpufree::last_enqueue_profile("overlap"), 1);
   EXPECT_EQ(switch_calls("overlap"), strategy_switches(1));
 }
 
@@ -187,7 +187,7 @@ TEST_P(ModuleTest, StickyAutoStaysOnProfileZeroForOneTokenFromAFreshLoad) {
   auto module = load("overlap");
   auto automatic = OptimizationProfileGuard::automatic(AutoPolicy::kStickyFirstFit);
   expect_logits(run_ids(*module, token_ids(1)), token_ids(1));
-  EXPECT_EQ(ref::last_enqueue_profile("overlap"), 0);
+  EXPECT_EQ(gpufree::last_enqueue_profile("overlap"), 0);
   EXPECT_EQ(switch_calls("overlap"), 0);
 }
 
@@ -196,7 +196,7 @@ TEST_P(ModuleTest, FirstFitAutoReturnsToProfileZeroForOneTokenAfterAPrefill) {
   auto automatic = OptimizationProfileGuard::automatic(AutoPolicy::kFirstFit);
   expect_logits(run_ids(*module, token_ids(10)), token_ids(10));
   expect_logits(run_ids(*module, token_ids(1)), token_ids(1));
-  EXPECT_EQ(ref::last_enqueue_profile("overlap"), 0);
+  EXPECT_EQ(gpufree::last_enqueue_profile("overlap"), 0);
   EXPECT_EQ(switch_calls("overlap"), strategy_switches(2));
 }
 
@@ -216,7 +216,7 @@ TEST_P(ModuleTest, OverlappingProfilesGiveIdenticalOutputs) {
   ASSERT_EQ(on_one.error, et::Error::Ok);
   EXPECT_EQ(on_zero.shape, on_one.shape);
   EXPECT_EQ(on_zero.values, on_one.values);
-  EXPECT_EQ(ref::last_enqueue_profile("overlap"), 1);
+  EXPECT_EQ(gpufree::last_enqueue_profile("overlap"), 1);
 }
 
 // ---- bad requests and bad inputs ----
@@ -228,7 +228,7 @@ TEST_P(ModuleTest, AnOutOfRangePinFailsAndTheEngineSwitchesNothing) {
   EXPECT_THAT(last_error_message(), HasSubstr("5"));
   EXPECT_THAT(last_error_message(), HasSubstr("2 optimization profiles"));
   EXPECT_EQ(switch_calls("llm"), 0);
-  EXPECT_EQ(ref::count_enqueues("llm"), 0);
+  EXPECT_EQ(gpufree::count_enqueues("llm"), 0);
 }
 
 TEST_P(ModuleTest, ANegativePinFailsAndTheEngineSwitchesNothing) {
@@ -247,7 +247,7 @@ TEST_P(ModuleTest, ARefusedCallLeavesTheNextValidCallWorking) {
     expect_logits(run_ids(*module, token_ids(32)), token_ids(32));
   }
   expect_logits(run_ids(*module, token_ids(1)), token_ids(1));
-  EXPECT_EQ(ref::trace_counters("llm").failures, 0) << "the refusal must happen before the engine is touched";
+  EXPECT_EQ(gpufree::trace_counters("llm").failures, 0) << "the refusal must happen before the engine is touched";
 }
 
 TEST_P(ModuleTest, AWrongDtypeIsRefusedNamingTheInput) {
@@ -255,12 +255,12 @@ TEST_P(ModuleTest, AWrongDtypeIsRefusedNamingTheInput) {
   std::vector<float> not_ids(4, 1.0f);
   auto tensor = from_blob(not_ids.data(), {1, 4}, ScalarType::Float);
   EXPECT_NE(module->forward(tensor).error(), et::Error::Ok);
-  EXPECT_EQ(ref::count_enqueues("llm"), 0);
+  EXPECT_EQ(gpufree::count_enqueues("llm"), 0);
 }
 
 // A token id outside the embedding's vocabulary is the caller's data, which only the engine can see: TensorRT's gather
-// stores zeros for it (seen on TensorRT 8.6, tests/contract) and the GPU-free engines do the same, host and CUDA
-// alike. The forward succeeds with that row zero; keeping ids in range is the runner's job (docs/tensorrt.md).
+// stores zeros for it (seen on TensorRT 8.6, tests/contract) and the GPU-free NvInfer's engines do the same, host
+// and CUDA alike. The forward succeeds with that row zero; keeping ids in range is the runner's job (docs/tensorrt.md).
 TEST_P(ModuleTest, ATokenIdOutsideTheVocabularyGathersAZeroRow) {
   auto module = load("llm");
   std::vector<int64_t> prompt = token_ids(32);
@@ -301,7 +301,7 @@ TEST_P(ModuleTest, AnOutputLargerThanItsPlannedCapacityIsAClearErrorNotAnOverflo
   EXPECT_THAT(last_error_message(), HasSubstr("logits"));
   EXPECT_THAT(last_error_message(), HasSubstr("640 elements"));
   EXPECT_THAT(last_error_message(), HasSubstr("512"));
-  EXPECT_EQ(ref::count_enqueues("small_capacity"), 1);
+  EXPECT_EQ(gpufree::count_enqueues("small_capacity"), 1);
   // The failed call switched nothing back: the next one runs on the same profile.
   expect_logits(run_ids(*module, token_ids(20)), token_ids(20));
 }
@@ -322,7 +322,7 @@ TEST_P(ModuleTest, ASingleProfileEngineNeverIssuesASwitch) {
     EXPECT_EQ(report.entries()[0].pin_ignored, pin != 0);
   }
   EXPECT_EQ(switch_calls("single_static"), 0);
-  EXPECT_EQ(ref::count_enqueues("single_static"), 3);
+  EXPECT_EQ(gpufree::count_enqueues("single_static"), 3);
 }
 
 TEST_P(ModuleTest, ADynamicOneProfileEngineRefusesANonzeroPinSayingWhy) {
@@ -353,8 +353,8 @@ TEST_P(ModuleTest, AStaticDelegateBesideAMultiProfileOneIgnoresThePin) {
   ASSERT_TRUE(result.ok()) << last_error_message();
   expect_logits(read_output(result, 0), ids);
   EXPECT_EQ(read_output(result, 1).values, (std::vector<float>{2, 4, 6, 8}));
-  EXPECT_EQ(ref::last_enqueue_profile("mixed_multi"), kPrefill);
-  EXPECT_EQ(ref::last_enqueue_profile("mixed_static"), 0);
+  EXPECT_EQ(gpufree::last_enqueue_profile("mixed_multi"), kPrefill);
+  EXPECT_EQ(gpufree::last_enqueue_profile("mixed_static"), 0);
   EXPECT_EQ(switch_calls("mixed_static"), 0);
   ASSERT_EQ(report.entries().size(), 2u);
   EXPECT_TRUE(report.entries()[1].pin_ignored);
@@ -367,7 +367,7 @@ TEST_P(ModuleTest, ANonTensorRTDelegateInTheSameProgramIgnoresTheRequest) {
   const auto ids = token_ids(40);
   OptimizationProfileGuard guard(kPrefill);
   expect_logits_plus_one(run_ids(*module, ids), ids);
-  EXPECT_EQ(ref::last_enqueue_profile("foreign_multi"), kPrefill);
+  EXPECT_EQ(gpufree::last_enqueue_profile("foreign_multi"), kPrefill);
 }
 
 // ---- load-time options ----
@@ -375,7 +375,7 @@ TEST_P(ModuleTest, ANonTensorRTDelegateInTheSameProgramIgnoresTheRequest) {
 TEST_P(ModuleTest, TheAutoLoadOptionMakesAutoTheDefaultForThatModule) {
   auto module = load("llm", /*auto_select=*/true);
   expect_logits(run_ids(*module, token_ids(64)), token_ids(64));
-  EXPECT_EQ(ref::last_enqueue_profile("llm"), kPrefill);
+  EXPECT_EQ(gpufree::last_enqueue_profile("llm"), kPrefill);
   // A pin still wins over the module's default.
   OptimizationProfileGuard guard(kPrefill);
   EXPECT_EQ(run_ids(*module, token_ids(1)).error, et::Error::InvalidArgument);
@@ -456,7 +456,7 @@ INSTANTIATE_TEST_SUITE_P(, ModuleTest, ::testing::ValuesIn(built_params()), para
 // Parameterized by engine only: cases about loading, or about one strategy.
 class ModuleEngineTest : public ::testing::TestWithParam<Engine> {
  protected:
-  void TearDown() override { ref::clear_all_traces(); }
+  void TearDown() override { gpufree::clear_all_traces(); }
   std::string fixture(const std::string& name) const { return module_test::fixture(GetParam(), name); }
 };
 
@@ -474,8 +474,8 @@ TEST_P(ModuleEngineTest, ContextPerProfileRunsTransitionsWithoutSwitchCalls) {
   EXPECT_EQ(switch_calls("llm"), 0);  // every context was bound to its profile at load
   EXPECT_EQ(report.switches(), 4u);   // but the delegate changed profile four times
   std::vector<uint64_t> contexts;
-  for (const auto& e : ref::trace_events("llm"))
-    if (e.kind == ref::TraceKind::kEnqueue) contexts.push_back(e.context_id);
+  for (const auto& e : gpufree::trace_events("llm"))
+    if (e.kind == gpufree::TraceKind::kEnqueue) contexts.push_back(e.context_id);
   ASSERT_EQ(contexts.size(), 4u);
   EXPECT_NE(contexts[0], contexts[1]);
   EXPECT_EQ(contexts[0], contexts[2]);

@@ -31,12 +31,12 @@
 namespace {
 
 namespace et = ::executorch::runtime;
-namespace ref = ::etrt::gpufree;
+namespace gpufree = ::etrt::gpufree;
 using ::executorch::aten::ScalarType;
 using ::executorch::extension::from_blob;
 using ::executorch::extension::Module;
-using ref::Call;
-using ref::TraceKind;
+using gpufree::Call;
+using gpufree::TraceKind;
 using ::testing::HasSubstr;
 using namespace ::etrt::module_test;  // token_ids, run_ids, read_output, expect_logits, count, Outcome
 
@@ -54,7 +54,7 @@ et::Error load_forward(Module& module, bool context_per_profile) {
 // Whatever a delegate made of `label`'s engine is gone: every context created was destroyed, and every engine
 // loaded was destroyed without a context left alive (a destruction that found live contexts is traced refused).
 void expect_all_released(const std::string& label) {
-  const ref::TraceCounters c = ref::trace_counters(label);
+  const gpufree::TraceCounters c = gpufree::trace_counters(label);
   EXPECT_EQ(c.contexts_destroyed, c.contexts_created) << trace_text(label);
   EXPECT_EQ(count(label, TraceKind::kDestroyEngine), c.engines_loaded) << trace_text(label);
   EXPECT_TRUE(events_of(label, TraceKind::kDestroyEngine, false).empty()) << trace_text(label);
@@ -72,22 +72,22 @@ Outcome fault_free(const std::vector<int64_t>& ids, int32_t profile, bool contex
 
 class ModuleFaultTest : public ::testing::Test {
  protected:
-  void SetUp() override { ref::clear_faults(); }
+  void SetUp() override { gpufree::clear_faults(); }
   // A fault that did not fire must not leak into the next test (they share the process under plain gtest).
-  void TearDown() override { ref::clear_faults(); }
+  void TearDown() override { gpufree::clear_faults(); }
 };
 
 // ---- execute-time faults: the forward fails, the next forward of the same Module succeeds ----
 
 struct ExecuteFault {
   const char* name;
-  ref::Call call;
+  gpufree::Call call;
   int64_t nth;      // which call of that kind in the forward fails (1 = its first)
   int32_t profile;  // pinned; kPrefill makes the switch strategy switch away from the load's profile 0
   size_t tokens;
   bool context_per_profile;  // one context per profile, bound at load: no switch at execute
   // The trace kind of the call; none for getTensorShape, which the GPU-free NvInfer does not trace.
-  std::optional<ref::TraceKind> kind;
+  std::optional<gpufree::TraceKind> kind;
 };
 
 void PrintTo(const ExecuteFault& f, std::ostream* os) { *os << f.name; }
@@ -102,47 +102,47 @@ TEST_P(ModuleExecuteFaultTest, FailsThatForwardAndTheNextForwardMatchesAFaultFre
 
   Module module(fixture(kLlm));
   ASSERT_EQ(load_forward(module, f.context_per_profile), et::Error::Ok) << etrt::last_error_message();
-  ref::clear_all_traces();
+  gpufree::clear_all_traces();
   etrt::OptimizationProfileGuard guard(f.profile);
-  const int64_t fired = ref::faults_fired();
-  ref::inject_fault(f.call, f.nth, kLlm);
+  const int64_t fired = gpufree::faults_fired();
+  gpufree::inject_fault(f.call, f.nth, kLlm);
 
   const Outcome failed = run_ids(module, ids);
   EXPECT_NE(failed.error, et::Error::Ok);
   const std::string message = etrt::last_error_message();
-  EXPECT_THAT(message, HasSubstr(ref::to_string(f.call)));
+  EXPECT_THAT(message, HasSubstr(gpufree::to_string(f.call)));
   EXPECT_THAT(message, HasSubstr("injected fault"));
   EXPECT_THAT(message, HasSubstr("TensorRT delegate forward#"));
-  EXPECT_EQ(ref::faults_fired(), fired + 1);
-  EXPECT_EQ(ref::count_enqueues(kLlm), 0) << trace_text(kLlm);
+  EXPECT_EQ(gpufree::faults_fired(), fired + 1);
+  EXPECT_EQ(gpufree::count_enqueues(kLlm), 0) << trace_text(kLlm);
   if (f.kind) {
     const auto refused = events_of(kLlm, *f.kind, false);
     ASSERT_EQ(refused.size(), 1u) << trace_text(kLlm);
-    EXPECT_EQ(refused[0].error, std::string("injected fault: ") + ref::to_string(f.call));
+    EXPECT_EQ(refused[0].error, std::string("injected fault: ") + gpufree::to_string(f.call));
   } else {
     // Untraced (getTensorShape): the trace ends with the input shape set just before it; nothing was bound.
-    const auto events = ref::trace_events(kLlm);
+    const auto events = gpufree::trace_events(kLlm);
     ASSERT_FALSE(events.empty());
     EXPECT_EQ(events.back().kind, TraceKind::kSetInputShape) << trace_text(kLlm);
     EXPECT_EQ(count(kLlm, TraceKind::kSetTensorAddress), 0) << trace_text(kLlm);
   }
   // The injected refusal is the only one: the backend issued nothing the engine had to refuse on its own.
-  EXPECT_EQ(ref::trace_counters(kLlm).failures, f.kind ? 1 : 0) << trace_text(kLlm);
+  EXPECT_EQ(gpufree::trace_counters(kLlm).failures, f.kind ? 1 : 0) << trace_text(kLlm);
   if (!f.context_per_profile && f.profile == kPrefill && f.call != Call::kSetOptimizationProfileAsync) {
     // The switch itself went through before the fault.
     EXPECT_EQ(events_of(kLlm, TraceKind::kSetOptimizationProfile, true).size(), 1u) << trace_text(kLlm);
   }
 
   // No reload: the same Module, the same request.
-  ref::clear_all_traces();
+  gpufree::clear_all_traces();
   const Outcome again = run_ids(module, ids);
   expect_logits(again, ids);
   EXPECT_EQ(again.shape, want.shape);
   EXPECT_EQ(again.values, want.values);
-  EXPECT_EQ(ref::faults_fired(), fired + 1);
-  EXPECT_EQ(ref::count_enqueues(kLlm), 1);
-  EXPECT_EQ(ref::last_enqueue_profile(kLlm), f.profile);
-  EXPECT_EQ(ref::trace_counters(kLlm).failures, 0) << trace_text(kLlm);
+  EXPECT_EQ(gpufree::faults_fired(), fired + 1);
+  EXPECT_EQ(gpufree::count_enqueues(kLlm), 1);
+  EXPECT_EQ(gpufree::last_enqueue_profile(kLlm), f.profile);
+  EXPECT_EQ(gpufree::trace_counters(kLlm).failures, 0) << trace_text(kLlm);
   if (f.kind) {
     // What was refused is issued again, not assumed done.
     EXPECT_FALSE(events_of(kLlm, *f.kind, true).empty()) << trace_text(kLlm);
@@ -163,7 +163,7 @@ TEST_P(ModuleExecuteFaultTest, FailsThatForwardAndTheNextForwardMatchesAFaultFre
     expect_logits(run_ids(module, other_ids), other_ids);
   }
   expect_logits(run_ids(module, ids), ids);
-  EXPECT_EQ(ref::last_enqueue_profile(kLlm), f.profile);
+  EXPECT_EQ(gpufree::last_enqueue_profile(kLlm), f.profile);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -202,15 +202,15 @@ TEST_F(ModuleFaultTest, ARefusedEnqueueInASteadyStateLeavesTheNextForwardAnEnque
   ASSERT_EQ(load_forward(module, false), et::Error::Ok) << etrt::last_error_message();
   const auto ids = token_ids(1);
   expect_logits(run_ids(module, ids), ids);
-  ref::clear_all_traces();
-  ref::inject_fault(Call::kEnqueueV3, 1, kLlm);
+  gpufree::clear_all_traces();
+  gpufree::inject_fault(Call::kEnqueueV3, 1, kLlm);
   EXPECT_EQ(run_ids(module, ids).error, et::Error::Internal);
   EXPECT_THAT(etrt::last_error_message(), HasSubstr("enqueueV3 under profile 0 failed: injected fault: enqueueV3"));
   expect_logits(run_ids(module, ids), ids);
   // Two enqueues (one refused) and nothing else: the context kept what it was given.
   EXPECT_EQ(count(kLlm, TraceKind::kEnqueue), 2) << trace_text(kLlm);
-  EXPECT_EQ(ref::trace_events(kLlm).size(), 2u) << trace_text(kLlm);
-  EXPECT_EQ(ref::trace_counters(kLlm).failed_enqueues, 1);
+  EXPECT_EQ(gpufree::trace_events(kLlm).size(), 2u) << trace_text(kLlm);
+  EXPECT_EQ(gpufree::trace_counters(kLlm).failed_enqueues, 1);
 }
 
 // A refused switch leaves the context on its old profile; a forward that stays there runs there, correctly, and
@@ -219,8 +219,8 @@ TEST_F(ModuleFaultTest, AfterARefusedSwitchTheOldProfileStillRuns) {
   Module module(fixture(kLlm));
   ASSERT_EQ(load_forward(module, false), et::Error::Ok) << etrt::last_error_message();
   expect_logits(run_ids(module, token_ids(1)), token_ids(1));
-  ref::clear_all_traces();
-  ref::inject_fault(Call::kSetOptimizationProfileAsync, 1, kLlm);
+  gpufree::clear_all_traces();
+  gpufree::inject_fault(Call::kSetOptimizationProfileAsync, 1, kLlm);
   {
     etrt::OptimizationProfileGuard guard(kPrefill);
     EXPECT_EQ(run_ids(module, token_ids(64)).error, et::Error::Internal);
@@ -230,9 +230,9 @@ TEST_F(ModuleFaultTest, AfterARefusedSwitchTheOldProfileStillRuns) {
     auto automatic = etrt::OptimizationProfileGuard::automatic();  // sticky: the delegate is still on profile 0
     expect_logits(run_ids(module, token_ids(1)), token_ids(1));
   }
-  EXPECT_EQ(ref::last_enqueue_profile(kLlm), kDecode);
-  EXPECT_EQ(ref::trace_counters(kLlm).switches, 0);
-  EXPECT_EQ(ref::trace_counters(kLlm).failed_switches, 1);
+  EXPECT_EQ(gpufree::last_enqueue_profile(kLlm), kDecode);
+  EXPECT_EQ(gpufree::trace_counters(kLlm).switches, 0);
+  EXPECT_EQ(gpufree::trace_counters(kLlm).failed_switches, 1);
 }
 
 // ---- the stale-address hazard: a refused rebind must not leave the old buffer bound ----
@@ -262,16 +262,16 @@ TEST_F(ModuleFaultTest, ARefusedRebindOfANewOutputBufferNeverWritesTheOldOne) {
   // setTensorAddress the backend issues).
   ids[0] = 9;
   ASSERT_EQ(module.set_output(output(out_b.get())), et::Error::Ok);
-  ref::clear_all_traces();
-  ref::inject_fault(Call::kSetTensorAddress, 1, kLabel);
+  gpufree::clear_all_traces();
+  gpufree::inject_fault(Call::kSetTensorAddress, 1, kLabel);
   EXPECT_FALSE(module.forward(input).ok());
   EXPECT_THAT(etrt::last_error_message(), HasSubstr("binding 'logits' failed"));
   const auto refused = events_of(kLabel, TraceKind::kSetTensorAddress, false);
   ASSERT_EQ(refused.size(), 1u) << trace_text(kLabel);
-  EXPECT_EQ(ref::count_enqueues(kLabel), 0);
+  EXPECT_EQ(gpufree::count_enqueues(kLabel), 0);
 
   // The next forward binds the new buffer again and writes it; the old one keeps the first forward's values.
-  ref::clear_all_traces();
+  gpufree::clear_all_traces();
   ASSERT_TRUE(module.forward(input).ok()) << etrt::last_error_message();
   expect_values(first_row(out_b.get()), {9});
   expect_values(first_row(out_a.get()), {5});
@@ -284,7 +284,7 @@ TEST_F(ModuleFaultTest, ARefusedRebindOfANewOutputBufferNeverWritesTheOldOne) {
 
 struct LoadFault {
   const char* name;
-  ref::Call call;
+  gpufree::Call call;
   int64_t nth;
   bool context_per_profile;
   // Scoped to the fixture's label (createInferRuntime ignores labels: no engine exists yet).
@@ -293,7 +293,7 @@ struct LoadFault {
   const char* stage;
   // The trace kind of the refused call; none where the engine cannot trace it (a runtime or deserialization fault
   // happens before there is an engine; getTensorShape is not traced).
-  std::optional<ref::TraceKind> kind;
+  std::optional<gpufree::TraceKind> kind;
 };
 
 void PrintTo(const LoadFault& f, std::ostream* os) { *os << f.name; }
@@ -302,18 +302,18 @@ class ModuleLoadFaultTest : public ModuleFaultTest, public ::testing::WithParamI
 
 TEST_P(ModuleLoadFaultTest, FailsTheLoadReleasesWhatItMadeAndTheNextLoadSucceeds) {
   const LoadFault& f = GetParam();
-  ref::clear_all_traces();
-  const int64_t fired = ref::faults_fired();
-  ref::inject_fault(f.call, f.nth, f.labelled ? kLlm : "");
+  gpufree::clear_all_traces();
+  const int64_t fired = gpufree::faults_fired();
+  gpufree::inject_fault(f.call, f.nth, f.labelled ? kLlm : "");
   Module module(fixture(kLlm));
   EXPECT_NE(load_forward(module, f.context_per_profile), et::Error::Ok);
   const std::string message = etrt::last_error_message();
-  EXPECT_THAT(message, HasSubstr(ref::to_string(f.call)));
+  EXPECT_THAT(message, HasSubstr(gpufree::to_string(f.call)));
   EXPECT_THAT(message, HasSubstr("injected fault"));
   EXPECT_THAT(message, HasSubstr(f.stage));
   EXPECT_THAT(message, HasSubstr("TensorRT delegate forward#"));
-  EXPECT_EQ(ref::faults_fired(), fired + 1);
-  const ref::TraceCounters c = ref::trace_counters(kLlm);
+  EXPECT_EQ(gpufree::faults_fired(), fired + 1);
+  const gpufree::TraceCounters c = gpufree::trace_counters(kLlm);
   if (f.call == Call::kCreateInferRuntime || f.call == Call::kDeserializeCudaEngine) {
     EXPECT_EQ(c.engines_loaded, 0) << trace_text(kLlm);
   } else {
@@ -333,7 +333,7 @@ TEST_P(ModuleLoadFaultTest, FailsTheLoadReleasesWhatItMadeAndTheNextLoadSucceeds
     etrt::OptimizationProfileGuard guard(kPrefill);
     expect_logits(run_ids(m, token_ids(40)), token_ids(40));
   };
-  ref::clear_all_traces();
+  gpufree::clear_all_traces();
   {
     Module again(fixture(kLlm));
     ASSERT_EQ(load_forward(again, f.context_per_profile), et::Error::Ok) << etrt::last_error_message();
@@ -341,9 +341,9 @@ TEST_P(ModuleLoadFaultTest, FailsTheLoadReleasesWhatItMadeAndTheNextLoadSucceeds
   }
   ASSERT_EQ(module.load_forward(), et::Error::Ok) << etrt::last_error_message();
   works(module);
-  EXPECT_EQ(ref::faults_fired(), fired + 1);
-  EXPECT_EQ(ref::trace_counters(kLlm).failures, 0) << trace_text(kLlm);
-  EXPECT_EQ(ref::trace_counters(kLlm).engines_loaded, 2);
+  EXPECT_EQ(gpufree::faults_fired(), fired + 1);
+  EXPECT_EQ(gpufree::trace_counters(kLlm).failures, 0) << trace_text(kLlm);
+  EXPECT_EQ(gpufree::trace_counters(kLlm).engines_loaded, 2);
   // Both loads kept the strategy: with context_per_profile, each gave its two contexts their scratch memory.
   EXPECT_EQ(count(kLlm, TraceKind::kSetDeviceMemory), f.context_per_profile ? 4 : 0) << trace_text(kLlm);
 }
@@ -386,12 +386,12 @@ INSTANTIATE_TEST_SUITE_P(
 
 // A fault scoped to another engine's label leaves this one alone (and stays armed for that engine).
 TEST_F(ModuleFaultTest, AFaultScopedToAnotherLabelDoesNotFireHere) {
-  const int64_t fired = ref::faults_fired();
-  ref::inject_fault(Call::kEnqueueV3, 1, "mixed_static");
+  const int64_t fired = gpufree::faults_fired();
+  gpufree::inject_fault(Call::kEnqueueV3, 1, "mixed_static");
   Module module(fixture(kLlm));
   ASSERT_EQ(load_forward(module, false), et::Error::Ok) << etrt::last_error_message();
   expect_logits(run_ids(module, token_ids(1)), token_ids(1));
-  EXPECT_EQ(ref::faults_fired(), fired);
+  EXPECT_EQ(gpufree::faults_fired(), fired);
 
   // The mixed program: its static delegate is the one refused, and the forward fails as a whole.
   Module mixed(fixture("mixed"));
@@ -401,7 +401,7 @@ TEST_F(ModuleFaultTest, AFaultScopedToAnotherLabelDoesNotFireHere) {
   auto result =
       mixed.forward({from_blob(ids.data(), {1, 1}, ScalarType::Long), from_blob(x.data(), {1, 4}, ScalarType::Float)});
   EXPECT_FALSE(result.ok());
-  EXPECT_EQ(ref::faults_fired(), fired + 1);
+  EXPECT_EQ(gpufree::faults_fired(), fired + 1);
   EXPECT_THAT(etrt::last_error_message(), HasSubstr("injected fault: enqueueV3"));
   auto again =
       mixed.forward({from_blob(ids.data(), {1, 1}, ScalarType::Long), from_blob(x.data(), {1, 4}, ScalarType::Float)});

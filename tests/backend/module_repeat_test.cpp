@@ -24,7 +24,7 @@
 namespace etrt::module_test {
 namespace {
 
-using ref::TraceKind;
+using gpufree::TraceKind;
 
 // The address the engine `label` was last given for IO tensor `io`, or nullptr.
 const void* bound(const std::string& label, int32_t io) {
@@ -48,8 +48,8 @@ class RepeatTest : public ::testing::TestWithParam<Strategy> {
     for (auto* out : {&out_a_, &out_b_}) *out = aligned_buffer<float>(kMaxTokens * kH);
   }
   void TearDown() override {
-    ref::clear_faults();
-    ref::clear_all_traces();
+    gpufree::clear_faults();
+    gpufree::clear_all_traces();
   }
 
   // Writes `ids` into `in`, makes `out` the output (room for [1, 2048, H], as set_output asks) and runs forward().
@@ -74,7 +74,7 @@ class RepeatTest : public ::testing::TestWithParam<Strategy> {
 
 TEST_P(RepeatTest, EachRepeatedStepRunsOnWhatItsInputHoldsNowAndSetsNothing) {
   for (int64_t id : {3, 11, 3, 30, 7}) expect_logits(run_a({id}), {id});
-  EXPECT_EQ(ref::count_enqueues(kLabel), 5);
+  EXPECT_EQ(gpufree::count_enqueues(kLabel), 5);
   EXPECT_EQ(count(kLabel, TraceKind::kSetInputShape), 1) << trace_text(kLabel);
   EXPECT_EQ(count(kLabel, TraceKind::kSetTensorAddress), 2) << trace_text(kLabel);
   EXPECT_EQ(switch_calls(kLabel), 0);
@@ -108,7 +108,7 @@ TEST_P(RepeatTest, ANewInputShapeIsSetAndTheOutputResizedToIt) {
   expect_logits(longer, token_ids(41));
   EXPECT_EQ(longer.shape, (std::vector<int32_t>{1, 41, static_cast<int32_t>(kH)}));
   EXPECT_EQ(count(kLabel, TraceKind::kSetInputShape), 2) << trace_text(kLabel);
-  EXPECT_EQ(ref::last_enqueue_profile(kLabel), kPrefill);
+  EXPECT_EQ(gpufree::last_enqueue_profile(kLabel), kPrefill);
 }
 
 TEST_P(RepeatTest, ANewRequestIsChosenForAgainAndAPinThatRefusesTheShapeFails) {
@@ -127,8 +127,8 @@ TEST_P(RepeatTest, ANewRequestIsChosenForAgainAndAPinThatRefusesTheShapeFails) {
     expect_logits(run_a({5}), {5});
   }
   expect_logits(run_a({6}), {6});
-  EXPECT_EQ(ref::count_enqueues(kLabel), 4);
-  EXPECT_EQ(ref::last_enqueue_profile(kLabel), kDecode);
+  EXPECT_EQ(gpufree::count_enqueues(kLabel), 4);
+  EXPECT_EQ(gpufree::last_enqueue_profile(kLabel), kDecode);
   EXPECT_EQ(switch_calls(kLabel), 0);
 }
 
@@ -150,21 +150,21 @@ TEST_P(RepeatTest, ARepeatAfterASwitchAwayAndBackRunsOnTheProfileItAsksFor) {
   EXPECT_FALSE(entries[3].switched);
   EXPECT_TRUE(entries[3].ok);
   EXPECT_EQ(report.switches(), 2u);
-  EXPECT_EQ(ref::last_enqueue_profile(kLabel), kDecode);
+  EXPECT_EQ(gpufree::last_enqueue_profile(kLabel), kDecode);
 }
 
 TEST_P(RepeatTest, ARefusedEnqueueOfARepeatLeavesTheNextOneAnEnqueueAlone) {
   expect_logits(run_a({4}), {4});
   expect_logits(run_a({5}), {5});
-  ref::clear_all_traces();
-  ref::inject_fault(ref::Call::kEnqueueV3, 1, kLabel);
+  gpufree::clear_all_traces();
+  gpufree::inject_fault(gpufree::Call::kEnqueueV3, 1, kLabel);
   clear_last_error();
   EXPECT_NE(run_a({6}).error, et::Error::Ok);
   EXPECT_THAT(last_error_message(), HasSubstr("injected fault"));
   expect_logits(run_a({7}), {7});
   EXPECT_EQ(count(kLabel, TraceKind::kSetInputShape), 0) << trace_text(kLabel);
   EXPECT_EQ(count(kLabel, TraceKind::kSetTensorAddress), 0) << trace_text(kLabel);
-  EXPECT_EQ(ref::count_enqueues(kLabel), 1);
+  EXPECT_EQ(gpufree::count_enqueues(kLabel), 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(, RepeatTest, ::testing::Values(Strategy::kSwitch, Strategy::kContextPerProfile),
@@ -184,7 +184,7 @@ TEST(RepeatScalarOutput, RepeatsWithARankZeroOutput) {
     EXPECT_EQ(result.get()[0].toTensor().dim(), 0);
     EXPECT_FLOAT_EQ(y[0], 3.0f * v);
   }
-  EXPECT_EQ(ref::count_enqueues("scalar_output"), 3);
+  EXPECT_EQ(gpufree::count_enqueues("scalar_output"), 3);
   EXPECT_EQ(count("scalar_output", TraceKind::kSetTensorAddress), 2) << trace_text("scalar_output");
 }
 
@@ -223,7 +223,7 @@ void expect_decode_steps_update_the_cache(const std::string& name, bool write_ba
       EXPECT_EQ(std::vector<float>(cache_out.get(), cache_out.get() + kCacheFloats), expected) << "step " << step;
     }
   }
-  EXPECT_EQ(ref::count_enqueues("kv"), 4);
+  EXPECT_EQ(gpufree::count_enqueues("kv"), 4);
   EXPECT_EQ(count("kv", TraceKind::kSetInputShape), 3) << "x, pos and cache, once\n" << trace_text("kv");
   EXPECT_EQ(bound("kv", 4), cache.get()) << "cache_out is written where cache is\n" << trace_text("kv");
 }

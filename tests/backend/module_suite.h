@@ -27,7 +27,7 @@
 namespace etrt::module_test {
 
 namespace et = ::executorch::runtime;
-namespace ref = ::etrt::gpufree;
+namespace gpufree = ::etrt::gpufree;
 using ::executorch::aten::ScalarType;
 using ::executorch::extension::from_blob;
 using ::executorch::extension::Module;
@@ -118,7 +118,7 @@ inline std::unique_ptr<Module> load_module(const std::string& path, Strategy str
   auto module = std::make_unique<Module>(path);
   EXPECT_EQ(testing::load_with_options(*module, suite_load_options(strategy, auto_select)), et::Error::Ok)
       << last_error_message();
-  ref::clear_all_traces();
+  gpufree::clear_all_traces();
   return module;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // What the CPU and GPU end-to-end suites share: running token ids through a
 // Module and checking the logits against fixtures.h, and counting what the
-// reference engine's trace says it did.
+// GPU-free NvInfer engine's trace says it did.
 
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>

@@ -1,6 +1,6 @@
 #pragma once
 // The packer's JSON spec (docs/pte-packer.md), as the programs that write test fixtures build it: make_fixtures.cpp
-// (GPU-free engines) and tests/contract/make_nvidia_programs.cpp (NVIDIA's).
+// (GPU-free NvInfer engines) and tests/contract/make_nvidia_programs.cpp (NVIDIA's).
 
 #include <string>
 #include <vector>

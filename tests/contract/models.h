@@ -1,6 +1,6 @@
 #pragma once
 // The models the NvInfer contract suite runs, as data: one description per model, which plans_gpufree.cpp turns
-// into a GPU-free engine (etrt::gpufree::Builder) and plans_nvidia.cpp into NVIDIA's INetworkDefinition, so one
+// into a GPU-free NvInfer engine (etrt::gpufree::Builder) and plans_nvidia.cpp into NVIDIA's INetworkDefinition, so one
 // definition yields both engines and both must give the same numbers (reference() below). Only what TensorRT 8.6
 // can build: INT32 token ids (8.6 has no INT64 tensors), FLOAT everything else.
 

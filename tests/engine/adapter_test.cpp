@@ -9,7 +9,7 @@
 
 #include <algorithm>
 
-#include "reference_fixtures.h"
+#include "gpufree_fixtures.h"
 
 namespace etrt::gpufree::testing {
 namespace {

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <new>
 
-#include "reference_fixtures.h"
+#include "gpufree_fixtures.h"
 
 namespace {
 thread_local int64_t g_allocations = 0;
@@ -38,7 +38,7 @@ void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); 
 namespace etrt::gpufree::testing {
 namespace {
 
-TEST(ReferenceAllocation, TheExecutionPathDoesNotAllocateWithTracingOff) {
+TEST(GpufreeAllocation, TheExecutionPathDoesNotAllocateWithTracingOff) {
   Builder b = llm_builder(test_label());
   b.set_tracing(false);
   std::unique_ptr<Engine> engine = load(build_or_fail(b));
@@ -70,7 +70,7 @@ TEST(ReferenceAllocation, TheExecutionPathDoesNotAllocateWithTracingOff) {
   EXPECT_EQ(shape, make_shape({1, 1, 3}));
 }
 
-TEST(ReferenceAllocation, TheCounterSeesAllocationsInsideTheLibrary) {
+TEST(GpufreeAllocation, TheCounterSeesAllocationsInsideTheLibrary) {
   // Guards the test above against counting nothing: the GPU-free library is a shared library, and its allocations
   // count only because the replacement operator new above interposes on its calls. Builder::build allocates there.
   const Builder b = llm_builder(test_label());

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "format.h"
+#include "gpufree_fixtures.h"
 #include "model.h"
-#include "reference_fixtures.h"
 
 namespace etrt::gpufree::testing {
 namespace {
@@ -17,7 +17,7 @@ std::string build_error(const Builder& b) {
   return error;
 }
 
-TEST(ReferenceBuilder, RoundTripPreservesIoProfilesAndOptions) {
+TEST(GpufreeBuilder, RoundTripPreservesIoProfilesAndOptions) {
   const std::string label = test_label();
   Builder b = llm_builder(label);
   b.set_switch_cost_ns(1234).set_device_memory_size(1 << 20);
@@ -64,7 +64,7 @@ TEST(ReferenceBuilder, RoundTripPreservesIoProfilesAndOptions) {
   clear_trace(label);
 }
 
-TEST(ReferenceBuilder, RoundTripPreservesTheTracingFlag) {
+TEST(GpufreeBuilder, RoundTripPreservesTheTracingFlag) {
   const std::string label = test_label();
   Builder b = llm_builder(label);
   b.set_tracing(false);
@@ -83,19 +83,19 @@ TEST(ReferenceBuilder, RoundTripPreservesTheTracingFlag) {
   clear_trace(label);
 }
 
-TEST(ReferenceBuilder, BuildIsDeterministic) {
+TEST(GpufreeBuilder, BuildIsDeterministic) {
   EXPECT_EQ(build_or_fail(llm_builder("same")), build_or_fail(llm_builder("same")));
 }
 
-TEST(ReferenceBuilder, BytesStartWithTheReferenceMagicAndVersion) {
+TEST(GpufreeBuilder, BytesStartWithTheGpufreeMagicAndVersion) {
   std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
   ASSERT_GE(bytes.size(), kHeaderSize);
   EXPECT_EQ(std::string(bytes.begin(), bytes.begin() + 4), "ETRF");
   EXPECT_EQ(bytes[4], kFormatVersion);
-  EXPECT_TRUE(is_reference_engine(bytes.data(), bytes.size()));
+  EXPECT_TRUE(is_gpufree_engine(bytes.data(), bytes.size()));
 }
 
-TEST(ReferenceBuilder, FullyStaticEngineGetsOneImplicitProfile) {
+TEST(GpufreeBuilder, FullyStaticEngineGetsOneImplicitProfile) {
   Builder b(test_label());
   b.add_input("x", DataType::kFloat32, make_shape({2, 3}))
       .add_output("y", DataType::kFloat32, make_shape({2, 3}))
@@ -111,26 +111,26 @@ TEST(ReferenceBuilder, FullyStaticEngineGetsOneImplicitProfile) {
   EXPECT_EQ(max, make_shape({2, 3}));
 }
 
-TEST(ReferenceBuilder, RefusesDynamicInputWithoutProfile) {
+TEST(GpufreeBuilder, RefusesDynamicInputWithoutProfile) {
   Builder b(test_label());
   b.add_input("x", DataType::kFloat32, make_shape({-1})).add_output("y", DataType::kFloat32, make_shape({-1}));
   b.identity("x", "y");
   EXPECT_NE(build_error(b).find("input 'x' [-1] has dynamic dims"), std::string::npos);
 }
 
-TEST(ReferenceBuilder, RefusesProfileWithoutBoundsForADynamicInput) {
+TEST(GpufreeBuilder, RefusesProfileWithoutBoundsForADynamicInput) {
   Builder b = llm_builder(test_label());
   b.add_profile();
   EXPECT_NE(build_error(b).find("profile 2 has no bounds for input 'ids'"), std::string::npos);
 }
 
-TEST(ReferenceBuilder, RefusesBoundsForAProfileNotAdded) {
+TEST(GpufreeBuilder, RefusesBoundsForAProfileNotAdded) {
   Builder b = llm_builder(test_label());
   b.set_profile_shape(5, "ids", make_shape({1, 1}), make_shape({1, 1}), make_shape({1, 1}));
   EXPECT_NE(build_error(b).find("set_profile_shape(5, 'ids'): no such profile"), std::string::npos);
 }
 
-TEST(ReferenceBuilder, RefusesProfileThatContradictsAStaticDim) {
+TEST(GpufreeBuilder, RefusesProfileThatContradictsAStaticDim) {
   Builder b(test_label());
   b.add_input("x", DataType::kFloat32, make_shape({2, -1})).add_output("y", DataType::kFloat32, make_shape({2, -1}));
   b.set_profile_shape(b.add_profile(), "x", make_shape({3, 1}), make_shape({3, 1}), make_shape({3, 4}));
@@ -139,7 +139,7 @@ TEST(ReferenceBuilder, RefusesProfileThatContradictsAStaticDim) {
   EXPECT_NE(error.find("input 'x' dim 0: declared static 2 but the profile says min 3"), std::string::npos) << error;
 }
 
-TEST(ReferenceBuilder, RefusesProfileWithMinAboveMax) {
+TEST(GpufreeBuilder, RefusesProfileWithMinAboveMax) {
   Builder b(test_label());
   b.add_input("x", DataType::kFloat32, make_shape({-1})).add_output("y", DataType::kFloat32, make_shape({-1}));
   b.set_profile_shape(b.add_profile(), "x", make_shape({8}), make_shape({8}), make_shape({4}));
@@ -147,7 +147,7 @@ TEST(ReferenceBuilder, RefusesProfileWithMinAboveMax) {
   EXPECT_NE(build_error(b).find("needs min <= opt <= max, got 8 <= 8 <= 4"), std::string::npos);
 }
 
-TEST(ReferenceBuilder, RefusesProfileBoundsOfTheWrongRank) {
+TEST(GpufreeBuilder, RefusesProfileBoundsOfTheWrongRank) {
   Builder b(test_label());
   b.add_input("x", DataType::kFloat32, make_shape({-1})).add_output("y", DataType::kFloat32, make_shape({-1}));
   b.set_profile_shape(b.add_profile(), "x", make_shape({1, 1}), make_shape({1, 1}), make_shape({1, 1}));
@@ -155,48 +155,48 @@ TEST(ReferenceBuilder, RefusesProfileBoundsOfTheWrongRank) {
   EXPECT_NE(build_error(b).find("declared rank 1"), std::string::npos);
 }
 
-TEST(ReferenceBuilder, RefusesOpReadingAnUnknownTensor) {
+TEST(GpufreeBuilder, RefusesOpReadingAnUnknownTensor) {
   Builder b(test_label());
   b.add_input("x", DataType::kFloat32, make_shape({2})).add_output("y", DataType::kFloat32, make_shape({2}));
   b.identity("nope", "y");
   EXPECT_NE(build_error(b).find("reads 'nope', which is not a tensor"), std::string::npos);
 }
 
-TEST(ReferenceBuilder, RefusesOpWritingAnInput) {
+TEST(GpufreeBuilder, RefusesOpWritingAnInput) {
   Builder b(test_label());
   b.add_input("x", DataType::kFloat32, make_shape({2})).add_output("y", DataType::kFloat32, make_shape({2}));
   b.scale("x", 2.0f, "x").identity("x", "y");
   EXPECT_NE(build_error(b).find("writes 'x', which is not an output or intermediate"), std::string::npos);
 }
 
-TEST(ReferenceBuilder, RefusesTensorWrittenTwice) {
+TEST(GpufreeBuilder, RefusesTensorWrittenTwice) {
   Builder b(test_label());
   b.add_input("x", DataType::kFloat32, make_shape({2})).add_output("y", DataType::kFloat32, make_shape({2}));
   b.identity("x", "y").scale("x", 2.0f, "y");
   EXPECT_NE(build_error(b).find("writes 'y', which another op already wrote"), std::string::npos);
 }
 
-TEST(ReferenceBuilder, RefusesOutputNoOpWrites) {
+TEST(GpufreeBuilder, RefusesOutputNoOpWrites) {
   Builder b(test_label());
   b.add_input("x", DataType::kFloat32, make_shape({2})).add_output("y", DataType::kFloat32, make_shape({2}));
   EXPECT_NE(build_error(b).find("output 'y' is never written"), std::string::npos);
 }
 
-TEST(ReferenceBuilder, RefusesFloatOpOnIntegerTensor) {
+TEST(GpufreeBuilder, RefusesFloatOpOnIntegerTensor) {
   Builder b(test_label());
   b.add_input("x", DataType::kInt64, make_shape({2})).add_output("y", DataType::kFloat32, make_shape({2}));
   b.scale("x", 2.0f, "y");
   EXPECT_NE(build_error(b).find("input 'x' must be float32"), std::string::npos);
 }
 
-TEST(ReferenceBuilder, RefusesOutputWhoseDtypeDiffersFromWhatTheOpProduces) {
+TEST(GpufreeBuilder, RefusesOutputWhoseDtypeDiffersFromWhatTheOpProduces) {
   Builder b(test_label());
   b.add_input("x", DataType::kFloat32, make_shape({2})).add_output("y", DataType::kInt32, make_shape({2}));
   b.scale("x", 2.0f, "y");
   EXPECT_NE(build_error(b).find("produces float32 but 'y' is int32"), std::string::npos);
 }
 
-TEST(ReferenceBuilder, RefusesMatMulWhoseInnerDimsDisagree) {
+TEST(GpufreeBuilder, RefusesMatMulWhoseInnerDimsDisagree) {
   Builder b(test_label());
   b.add_input("x", DataType::kFloat32, make_shape({-1, 3})).add_output("y", DataType::kFloat32, make_shape({-1, 2}));
   b.set_profile_shape(b.add_profile(), "x", make_shape({1, 3}), make_shape({2, 3}), make_shape({4, 3}));
@@ -206,14 +206,14 @@ TEST(ReferenceBuilder, RefusesMatMulWhoseInnerDimsDisagree) {
   EXPECT_NE(error.find("must end in K = 4"), std::string::npos) << error;
 }
 
-TEST(ReferenceBuilder, RefusesDeclaredOutputShapeTheOpsDoNotProduce) {
+TEST(GpufreeBuilder, RefusesDeclaredOutputShapeTheOpsDoNotProduce) {
   Builder b(test_label());
   b.add_input("x", DataType::kFloat32, make_shape({2, 3})).add_output("y", DataType::kFloat32, make_shape({2, 5}));
   b.add_constant("w", make_shape({3, 4}), std::vector<float>(12, 1.0f)).matmul("x", "w", "y");
   EXPECT_NE(build_error(b).find("produces [2, 4] but output 'y' is declared [2, 5]"), std::string::npos);
 }
 
-TEST(ReferenceBuilder, RefusesAddOfInputsWhoseProfilesDisagree) {
+TEST(GpufreeBuilder, RefusesAddOfInputsWhoseProfilesDisagree) {
   Builder b(test_label());
   b.add_input("a", DataType::kFloat32, make_shape({-1}))
       .add_input("b", DataType::kFloat32, make_shape({-1}))
@@ -225,13 +225,13 @@ TEST(ReferenceBuilder, RefusesAddOfInputsWhoseProfilesDisagree) {
   EXPECT_NE(build_error(b).find("profile 0 (max shapes)"), std::string::npos);
 }
 
-TEST(ReferenceBuilder, RefusesConstantWithTheWrongNumberOfValues) {
+TEST(GpufreeBuilder, RefusesConstantWithTheWrongNumberOfValues) {
   Builder b = llm_builder(test_label());
   b.add_constant("extra", make_shape({2, 2}), {1.0f, 2.0f, 3.0f});
   EXPECT_NE(build_error(b).find("constant 'extra' of shape [2, 2] needs 4 values, got 3"), std::string::npos);
 }
 
-TEST(ReferenceBuilder, RefusesEmbeddingTableThatIsNotAConstant) {
+TEST(GpufreeBuilder, RefusesEmbeddingTableThatIsNotAConstant) {
   Builder b(test_label());
   b.add_input("ids", DataType::kInt64, make_shape({2}))
       .add_input("t", DataType::kFloat32, make_shape({4, 2}))
@@ -240,18 +240,18 @@ TEST(ReferenceBuilder, RefusesEmbeddingTableThatIsNotAConstant) {
   EXPECT_NE(build_error(b).find("table 't' must be a constant of shape [V, H]"), std::string::npos);
 }
 
-TEST(ReferenceBuilder, RefusesDuplicateNames) {
+TEST(GpufreeBuilder, RefusesDuplicateNames) {
   Builder b = llm_builder(test_label());
   b.add_constant("ids", make_shape({1}), {1.0f});
   EXPECT_NE(build_error(b).find("tensor name 'ids' is used twice"), std::string::npos);
 }
 
-TEST(ReferenceBuilder, RefusesEmptyLabel) {
+TEST(GpufreeBuilder, RefusesEmptyLabel) {
   Builder b = llm_builder("");
   EXPECT_NE(build_error(b).find("no label"), std::string::npos);
 }
 
-TEST(ReferenceBuilder, RefusesNegativeSwitchCost) {
+TEST(GpufreeBuilder, RefusesNegativeSwitchCost) {
   Builder b = llm_builder(test_label());
   b.set_switch_cost_ns(-1);
   EXPECT_NE(build_error(b).find("switch cost -1 ns"), std::string::npos);
@@ -259,7 +259,7 @@ TEST(ReferenceBuilder, RefusesNegativeSwitchCost) {
 
 // ---- the limits of docs/limits.md hold for built engines as for loaded ones ----
 
-TEST(ReferenceBuilder, ScratchIsCappedAt64GiBAtBuildTimeNotWhenAContextAllocatesIt) {
+TEST(GpufreeBuilder, ScratchIsCappedAt64GiBAtBuildTimeNotWhenAContextAllocatesIt) {
   Builder b = llm_builder(test_label());
   b.set_device_memory_size(uint64_t{1} << 40);
   EXPECT_NE(build_error(b).find("device memory size 1099511627776 is above the limit 68719476736"), std::string::npos);
@@ -269,7 +269,7 @@ TEST(ReferenceBuilder, ScratchIsCappedAt64GiBAtBuildTimeNotWhenAContextAllocates
   EXPECT_EQ(engine->device_memory_size(), size_t{64} << 30);
 }
 
-TEST(ReferenceBuilder, RefusesNamesNoCallerCouldUse) {
+TEST(GpufreeBuilder, RefusesNamesNoCallerCouldUse) {
   Builder nul(test_label());
   nul.add_input(std::string("x\0y", 3), DataType::kFloat32, make_shape({2}))
       .add_output("y", DataType::kFloat32, make_shape({2}))
@@ -290,7 +290,7 @@ TEST(ReferenceBuilder, RefusesNamesNoCallerCouldUse) {
   EXPECT_NE(build_error(bad_utf8).find("the label 'lab\\xff' is not valid UTF-8"), std::string::npos);
 }
 
-TEST(ReferenceBuilder, BuildsTenThousandsOfOpsInLinearTime) {
+TEST(GpufreeBuilder, BuildsTenThousandsOfOpsInLinearTime) {
   // 16384 chained ops, each resolving its operands by name: a hash map, not a scan of every tensor per operand.
   Builder b(test_label());
   b.add_input("x", DataType::kFloat32, make_shape({2})).add_output("y", DataType::kFloat32, make_shape({2}));

@@ -11,7 +11,7 @@
 
 #include "etrt_gpufree/faults.h"
 
-#include "reference_fixtures.h"
+#include "gpufree_fixtures.h"
 
 namespace etrt::gpufree::testing {
 namespace {
@@ -36,7 +36,7 @@ void expect_not_traced(const std::string& label, TraceKind kind) {
   EXPECT_TRUE(events_of(label, kind).empty()) << dump(label);
 }
 
-class ReferenceContract : public ::testing::Test {
+class GpufreeContract : public ::testing::Test {
  protected:
   void SetUp() override {
     label_ = test_label();
@@ -60,14 +60,14 @@ class ReferenceContract : public ::testing::Test {
   AlignedVector<float> logits_ = AlignedVector<float>(kMaxPrefill * kLogits);
 };
 
-TEST_F(ReferenceContract, NewContextStartsOnProfileZero) {
+TEST_F(GpufreeContract, NewContextStartsOnProfileZero) {
   EXPECT_EQ(context_->optimization_profile(), 0);
   std::vector<TraceEvent> created = events_of(label_, TraceKind::kCreateContext);
   ASSERT_EQ(created.size(), 1u);
   EXPECT_EQ(created[0].profile, 0);
 }
 
-TEST_F(ReferenceContract, SwitchToAnOutOfRangeProfileFailsAndChangesNothing) {
+TEST_F(GpufreeContract, SwitchToAnOutOfRangeProfileFailsAndChangesNothing) {
   ASSERT_EQ(context_->set_input_shape(0, make_shape({1, 1}), why_), Error::Ok) << why_.c_str();
   for (int32_t bad : {2, -1, 1000}) {
     EXPECT_EQ(context_->set_optimization_profile(bad, nullptr, why_), Error::InvalidArgument);
@@ -87,7 +87,7 @@ TEST_F(ReferenceContract, SwitchToAnOutOfRangeProfileFailsAndChangesNothing) {
   EXPECT_EQ(run_llm(*context_, one, &logits, why_), Error::Ok) << "still on profile 0: " << why_.c_str();
 }
 
-TEST_F(ReferenceContract, SwitchUnsetsEveryInputShape) {
+TEST_F(GpufreeContract, SwitchUnsetsEveryInputShape) {
   ASSERT_EQ(context_->set_input_shape(0, make_shape({1, 1}), why_), Error::Ok) << why_.c_str();
   ASSERT_EQ(context_->set_optimization_profile(kPrefill, nullptr, why_), Error::Ok) << why_.c_str();
   Shape ids;
@@ -100,7 +100,7 @@ TEST_F(ReferenceContract, SwitchUnsetsEveryInputShape) {
   expect_refusal_traced(label_, TraceKind::kEnqueue, why_.c_str());
 }
 
-TEST_F(ReferenceContract, SwitchingBackToTheActiveProfileStillUnsetsShapesAndCounts) {
+TEST_F(GpufreeContract, SwitchingBackToTheActiveProfileStillUnsetsShapesAndCounts) {
   ASSERT_EQ(context_->set_input_shape(0, make_shape({1, 1}), why_), Error::Ok) << why_.c_str();
   ASSERT_EQ(context_->set_optimization_profile(kDecode, nullptr, why_), Error::Ok) << why_.c_str();
   Shape ids;
@@ -109,7 +109,7 @@ TEST_F(ReferenceContract, SwitchingBackToTheActiveProfileStillUnsetsShapesAndCou
   EXPECT_EQ(count_switches(label_), 1) << "a same-profile switch is a call the backend should not make";
 }
 
-TEST_F(ReferenceContract, SetInputShapeOutsideTheActiveProfileFails) {
+TEST_F(GpufreeContract, SetInputShapeOutsideTheActiveProfileFails) {
   EXPECT_EQ(context_->set_input_shape(0, make_shape({1, 4}), why_), Error::InvalidArgument);
   EXPECT_TRUE(has(why_.c_str(),
                   "set_input_shape('ids', [1, 4]): dim 1 = 4 is outside [1, 1] of the "
@@ -126,13 +126,13 @@ TEST_F(ReferenceContract, SetInputShapeOutsideTheActiveProfileFails) {
   EXPECT_EQ(context_->set_input_shape(0, make_shape({1, 8}), why_), Error::Ok) << why_.c_str();
 }
 
-TEST_F(ReferenceContract, SetInputShapeWithTheWrongRankFails) {
+TEST_F(GpufreeContract, SetInputShapeWithTheWrongRankFails) {
   EXPECT_EQ(context_->set_input_shape(0, make_shape({1}), why_), Error::InvalidArgument);
   EXPECT_TRUE(has(why_.c_str(), "rank 1, the input has rank 2")) << why_.c_str();
   expect_refusal_traced(label_, TraceKind::kSetInputShape, why_.c_str());
 }
 
-TEST_F(ReferenceContract, SetInputShapeOnAnOutputOrABadIndexFails) {
+TEST_F(GpufreeContract, SetInputShapeOnAnOutputOrABadIndexFails) {
   EXPECT_EQ(context_->set_input_shape(1, make_shape({1, 1, 3}), why_), Error::InvalidArgument);
   EXPECT_TRUE(has(why_.c_str(), "'logits' is an output, not an input")) << why_.c_str();
   EXPECT_EQ(context_->set_input_shape(2, make_shape({1, 1}), why_), Error::InvalidArgument);
@@ -146,7 +146,7 @@ TEST_F(ReferenceContract, SetInputShapeOnAnOutputOrABadIndexFails) {
   expect_not_traced(label_, TraceKind::kSetInputShape);
 }
 
-TEST_F(ReferenceContract, OutputShapeHasDynamicDimsUntilEveryInputIsSet) {
+TEST_F(GpufreeContract, OutputShapeHasDynamicDimsUntilEveryInputIsSet) {
   Shape logits;
   ASSERT_EQ(context_->tensor_shape(1, &logits, why_), Error::Ok) << why_.c_str();
   EXPECT_EQ(logits, make_shape({1, -1, 3}));
@@ -157,7 +157,7 @@ TEST_F(ReferenceContract, OutputShapeHasDynamicDimsUntilEveryInputIsSet) {
   EXPECT_TRUE(has(why_.c_str(), "IO index 7 is outside 0..1")) << why_.c_str();
 }
 
-TEST_F(ReferenceContract, EnqueueFailsUntilEveryInputShapeIsSet) {
+TEST_F(GpufreeContract, EnqueueFailsUntilEveryInputShapeIsSet) {
   ASSERT_EQ(context_->set_tensor_address(0, ids_.data(), why_), Error::Ok) << why_.c_str();
   ASSERT_EQ(context_->set_tensor_address(1, logits_.data(), why_), Error::Ok) << why_.c_str();
   EXPECT_EQ(context_->enqueue(nullptr, why_), Error::Internal) << "TensorRT reports kFAILED_EXECUTION";
@@ -167,7 +167,7 @@ TEST_F(ReferenceContract, EnqueueFailsUntilEveryInputShapeIsSet) {
   EXPECT_EQ(count_enqueues(label_), 0);
 }
 
-TEST_F(ReferenceContract, EnqueueFailsUntilEveryTensorAddressIsSet) {
+TEST_F(GpufreeContract, EnqueueFailsUntilEveryTensorAddressIsSet) {
   ASSERT_EQ(context_->set_input_shape(0, make_shape({1, 1}), why_), Error::Ok) << why_.c_str();
   ASSERT_EQ(context_->set_tensor_address(0, ids_.data(), why_), Error::Ok) << why_.c_str();
   EXPECT_EQ(context_->enqueue(nullptr, why_), Error::Internal) << "TensorRT reports kFAILED_EXECUTION";
@@ -177,7 +177,7 @@ TEST_F(ReferenceContract, EnqueueFailsUntilEveryTensorAddressIsSet) {
   EXPECT_EQ(context_->enqueue(nullptr, why_), Error::Ok) << why_.c_str();
 }
 
-TEST_F(ReferenceContract, SetTensorAddressRefusesAddressesNot256ByteAligned) {
+TEST_F(GpufreeContract, SetTensorAddressRefusesAddressesNot256ByteAligned) {
   // TensorRT requires every I/O address to be 256-byte aligned; aligned to the element type is not enough.
   ASSERT_EQ(context_->set_input_shape(0, make_shape({1, 1}), why_), Error::Ok) << why_.c_str();
   AlignedBuffer raw(512);
@@ -196,14 +196,14 @@ TEST_F(ReferenceContract, SetTensorAddressRefusesAddressesNot256ByteAligned) {
   EXPECT_EQ(context_->enqueue(nullptr, why_), Error::Ok) << why_.c_str();
 }
 
-TEST_F(ReferenceContract, SetTensorAddressRefusesBadIndices) {
+TEST_F(GpufreeContract, SetTensorAddressRefusesBadIndices) {
   EXPECT_EQ(context_->set_tensor_address(5, ids_.data(), why_), Error::InvalidArgument);
   EXPECT_TRUE(has(why_.c_str(), "IO index 5 is outside 0..1")) << why_.c_str();
   EXPECT_EQ(context_->set_tensor_address(-1, ids_.data(), why_), Error::InvalidArgument);
   expect_not_traced(label_, TraceKind::kSetTensorAddress);
 }
 
-TEST_F(ReferenceContract, EnqueueRefusesANullAddressForANonEmptyTensor) {
+TEST_F(GpufreeContract, EnqueueRefusesANullAddressForANonEmptyTensor) {
   ASSERT_EQ(context_->set_input_shape(0, make_shape({1, 1}), why_), Error::Ok) << why_.c_str();
   ASSERT_EQ(context_->set_tensor_address(0, ids_.data(), why_), Error::Ok) << why_.c_str();
   ASSERT_EQ(context_->set_tensor_address(1, nullptr, why_), Error::Ok) << why_.c_str();
@@ -214,7 +214,7 @@ TEST_F(ReferenceContract, EnqueueRefusesANullAddressForANonEmptyTensor) {
 
 // TensorRT 8.6 refuses a null address at enqueueV3 even for an empty tensor (tests/contract); so does the GPU-free
 // implementation, so a backend that binds null fails here first.
-TEST(ReferenceContractEmpty, EvenAnEmptyTensorNeedsANonNullAddress) {
+TEST(GpufreeContractEmpty, EvenAnEmptyTensorNeedsANonNullAddress) {
   Builder b(test_label());
   b.add_input("x", DataType::kFloat32, make_shape({-1})).add_output("y", DataType::kFloat32, make_shape({-1}));
   b.set_profile_shape(b.add_profile(), "x", make_shape({0}), make_shape({2}), make_shape({4}));
@@ -235,7 +235,7 @@ TEST(ReferenceContractEmpty, EvenAnEmptyTensorNeedsANonNullAddress) {
   EXPECT_EQ(context->enqueue(nullptr, why), Error::Ok) << why.c_str();
 }
 
-TEST_F(ReferenceContract, AFailedCallLeavesTheContextUsable) {
+TEST_F(GpufreeContract, AFailedCallLeavesTheContextUsable) {
   EXPECT_EQ(context_->set_optimization_profile(9, nullptr, why_), Error::InvalidArgument);
   EXPECT_EQ(context_->set_input_shape(0, make_shape({1, 9}), why_), Error::InvalidArgument);
   EXPECT_NE(context_->enqueue(nullptr, why_), Error::Ok);
@@ -245,7 +245,7 @@ TEST_F(ReferenceContract, AFailedCallLeavesTheContextUsable) {
   EXPECT_EQ(logits, expected_logits(ids_));
 }
 
-TEST_F(ReferenceContract, FirstEnqueueAfterASwitchMustUseTheSwitchStream) {
+TEST_F(GpufreeContract, FirstEnqueueAfterASwitchMustUseTheSwitchStream) {
   int stream_a = 0, stream_b = 0;
   ASSERT_EQ(context_->set_optimization_profile(kPrefill, &stream_a, why_), Error::Ok) << why_.c_str();
   AlignedVector<float> logits;
@@ -257,7 +257,7 @@ TEST_F(ReferenceContract, FirstEnqueueAfterASwitchMustUseTheSwitchStream) {
       << "once the switch has run, any stream will do: " << why_.c_str();
 }
 
-TEST_F(ReferenceContract, SwitchToAProfileAnotherLiveContextHoldsFailsAndChangesNothing) {
+TEST_F(GpufreeContract, SwitchToAProfileAnotherLiveContextHoldsFailsAndChangesNothing) {
   std::unique_ptr<ExecutionContext> other = new_context(*engine_);
   ASSERT_NE(other, nullptr);
   ASSERT_EQ(other->set_optimization_profile(kPrefill, nullptr, why_), Error::Ok) << why_.c_str();
@@ -273,7 +273,7 @@ TEST_F(ReferenceContract, SwitchToAProfileAnotherLiveContextHoldsFailsAndChanges
   EXPECT_EQ(ids, make_shape({1, 1}));
 }
 
-TEST_F(ReferenceContract, AContextCreatedWhileAnotherHoldsProfileZeroStartsWithoutAProfile) {
+TEST_F(GpufreeContract, AContextCreatedWhileAnotherHoldsProfileZeroStartsWithoutAProfile) {
   // context_ took profile 0 at creation; `other` gets none (TensorRT 8.6: -1, "Profile index must be set
   // explicitly"), cannot take profile 0, and runs nothing until it chooses a free profile.
   std::unique_ptr<ExecutionContext> other = new_context(*engine_);
@@ -292,7 +292,7 @@ TEST_F(ReferenceContract, AContextCreatedWhileAnotherHoldsProfileZeroStartsWitho
   EXPECT_EQ(run_llm(*context_, one, &logits, why_), Error::Ok) << why_.c_str();
 }
 
-TEST_F(ReferenceContract, DestroyingAContextFreesItsProfile) {
+TEST_F(GpufreeContract, DestroyingAContextFreesItsProfile) {
   std::unique_ptr<ExecutionContext> other = new_context(*engine_);
   ASSERT_NE(other, nullptr);
   context_.reset();
@@ -304,7 +304,7 @@ TEST_F(ReferenceContract, DestroyingAContextFreesItsProfile) {
   EXPECT_EQ(logits, expected_logits(one));
 }
 
-TEST_F(ReferenceContract, ContextPerProfileRunsBothRegimesWithOneSwitch) {
+TEST_F(GpufreeContract, ContextPerProfileRunsBothRegimesWithOneSwitch) {
   std::unique_ptr<ExecutionContext> prefill = new_context(*engine_);
   ASSERT_NE(prefill, nullptr);
   ASSERT_EQ(prefill->set_optimization_profile(kPrefill, nullptr, why_), Error::Ok) << why_.c_str();
@@ -323,7 +323,7 @@ TEST_F(ReferenceContract, ContextPerProfileRunsBothRegimesWithOneSwitch) {
   EXPECT_EQ(last_enqueue_profile(label_), kDecode);
 }
 
-TEST_F(ReferenceContract, EnqueueWhileAnotherEnqueueOnTheSameContextIsInProgressFails) {
+TEST_F(GpufreeContract, EnqueueWhileAnotherEnqueueOnTheSameContextIsInProgressFails) {
   Error competing = Error::Ok;
   std::string competing_error;
   int hook_calls = 0;
@@ -349,7 +349,7 @@ TEST_F(ReferenceContract, EnqueueWhileAnotherEnqueueOnTheSameContextIsInProgress
   EXPECT_EQ(count_enqueues(label_), 1);
 }
 
-TEST_F(ReferenceContract, DestroyingTheEngineBeforeItsContextLeavesTheContextUsable) {
+TEST_F(GpufreeContract, DestroyingTheEngineBeforeItsContextLeavesTheContextUsable) {
   // The adapter's contexts share ownership of the NvInfer engine, so TensorRT's order (contexts before their
   // engine) holds whatever order the caller destroys the adapter's objects in.
   engine_.reset();

@@ -8,12 +8,12 @@
 
 #include <gtest/gtest.h>
 
-#include "reference_fixtures.h"
+#include "gpufree_fixtures.h"
 
 namespace etrt::gpufree::testing {
 namespace {
 
-class ReferenceFault : public ::testing::Test {
+class GpufreeFault : public ::testing::Test {
  protected:
   void SetUp() override {
     clear_faults();
@@ -51,7 +51,7 @@ class ReferenceFault : public ::testing::Test {
   AlignedVector<float> logits_;
 };
 
-TEST_F(ReferenceFault, CreateInferRuntime) {
+TEST_F(GpufreeFault, CreateInferRuntime) {
   const int64_t fired = faults_fired();
   inject_fault(Call::kCreateInferRuntime);
   std::unique_ptr<Engine> engine;
@@ -69,7 +69,7 @@ TEST_F(ReferenceFault, CreateInferRuntime) {
   EXPECT_EQ(faults_fired(), fired + 1);
 }
 
-TEST_F(ReferenceFault, DeserializeCudaEngine) {
+TEST_F(GpufreeFault, DeserializeCudaEngine) {
   const int64_t fired = faults_fired();
   inject_fault(Call::kDeserializeCudaEngine);
   std::unique_ptr<Engine> engine;
@@ -88,7 +88,7 @@ TEST_F(ReferenceFault, DeserializeCudaEngine) {
   EXPECT_EQ(logits_, expected_logits(token));
 }
 
-TEST_F(ReferenceFault, ADeserializeFaultScopedToALabelFiresOnlyOnThatEnginesBytes) {
+TEST_F(GpufreeFault, ADeserializeFaultScopedToALabelFiresOnlyOnThatEnginesBytes) {
   const int64_t fired = faults_fired();
   inject_fault(Call::kDeserializeCudaEngine, 1, label_);
   // Another engine's bytes load, and do not use up the fault.
@@ -111,7 +111,7 @@ TEST_F(ReferenceFault, ADeserializeFaultScopedToALabelFiresOnlyOnThatEnginesByte
   EXPECT_EQ(events_of(label_, TraceKind::kLoadEngine).size(), 1u);
 }
 
-TEST_F(ReferenceFault, CreateExecutionContext) {
+TEST_F(GpufreeFault, CreateExecutionContext) {
   engine_ = load(bytes_);
   ASSERT_NE(engine_, nullptr);
   const int64_t fired = faults_fired();
@@ -135,7 +135,7 @@ TEST_F(ReferenceFault, CreateExecutionContext) {
   EXPECT_EQ(logits_, expected_logits(token));
 }
 
-TEST_F(ReferenceFault, SetOptimizationProfileAsync) {
+TEST_F(GpufreeFault, SetOptimizationProfileAsync) {
   load_with_context();
   ASSERT_EQ(context_->set_input_shape(0, make_shape({1, 1}), why_), Error::Ok) << why_.c_str();
   const int64_t fired = faults_fired();
@@ -156,7 +156,7 @@ TEST_F(ReferenceFault, SetOptimizationProfileAsync) {
   EXPECT_EQ(count_switches(label_), 1);
 }
 
-TEST_F(ReferenceFault, SetInputShape) {
+TEST_F(GpufreeFault, SetInputShape) {
   load_with_context();
   ASSERT_EQ(context_->set_optimization_profile(kPrefill, nullptr, why_), Error::Ok) << why_.c_str();
   const int64_t fired = faults_fired();
@@ -177,7 +177,7 @@ TEST_F(ReferenceFault, SetInputShape) {
   EXPECT_EQ(logits_, expected_logits(prompt_));
 }
 
-TEST_F(ReferenceFault, GetTensorShape) {
+TEST_F(GpufreeFault, GetTensorShape) {
   load_with_context();
   ASSERT_EQ(context_->set_optimization_profile(kPrefill, nullptr, why_), Error::Ok) << why_.c_str();
   ASSERT_EQ(context_->set_input_shape(0, make_shape({1, 3}), why_), Error::Ok) << why_.c_str();
@@ -195,7 +195,7 @@ TEST_F(ReferenceFault, GetTensorShape) {
   EXPECT_EQ(logits_, expected_logits(prompt_));
 }
 
-TEST_F(ReferenceFault, SetTensorAddress) {
+TEST_F(GpufreeFault, SetTensorAddress) {
   load_with_context();
   ASSERT_EQ(context_->set_optimization_profile(kPrefill, nullptr, why_), Error::Ok) << why_.c_str();
   ASSERT_EQ(context_->set_input_shape(0, make_shape({1, 3}), why_), Error::Ok) << why_.c_str();
@@ -215,7 +215,7 @@ TEST_F(ReferenceFault, SetTensorAddress) {
   EXPECT_EQ(logits_, expected_logits(prompt_));
 }
 
-TEST_F(ReferenceFault, SetDeviceMemoryV2) {
+TEST_F(GpufreeFault, SetDeviceMemoryV2) {
   load_with_context(/*user_managed_memory=*/true);
   AlignedBuffer scratch(engine_->device_memory_size());
   const int64_t fired = faults_fired();
@@ -237,7 +237,7 @@ TEST_F(ReferenceFault, SetDeviceMemoryV2) {
   EXPECT_EQ(memory[1].address, scratch.data);
 }
 
-TEST_F(ReferenceFault, EnqueueV3) {
+TEST_F(GpufreeFault, EnqueueV3) {
   load_with_context();
   ASSERT_EQ(context_->set_optimization_profile(kPrefill, nullptr, why_), Error::Ok) << why_.c_str();
   const int64_t fired = faults_fired();
@@ -255,7 +255,7 @@ TEST_F(ReferenceFault, EnqueueV3) {
   EXPECT_EQ(last_enqueue_profile(label_), kPrefill);
 }
 
-TEST_F(ReferenceFault, TheNthCallFails) {
+TEST_F(GpufreeFault, TheNthCallFails) {
   load_with_context();
   const int64_t fired = faults_fired();
   inject_fault(Call::kEnqueueV3, 3, label_);
@@ -269,7 +269,7 @@ TEST_F(ReferenceFault, TheNthCallFails) {
   EXPECT_EQ(count_enqueues(label_), 3);
 }
 
-TEST_F(ReferenceFault, AFaultArmedForAnotherLabelDoesNotFireHere) {
+TEST_F(GpufreeFault, AFaultArmedForAnotherLabelDoesNotFireHere) {
   load_with_context();
   const int64_t fired = faults_fired();
   inject_fault(Call::kEnqueueV3, 1, label_ + ".other");
@@ -285,7 +285,7 @@ TEST_F(ReferenceFault, AFaultArmedForAnotherLabelDoesNotFireHere) {
   EXPECT_EQ(faults_fired(), fired);
 }
 
-TEST(ReferenceFaultNames, EveryCallHasItsNvInferName) {
+TEST(GpufreeFaultNames, EveryCallHasItsNvInferName) {
   EXPECT_STREQ(to_string(Call::kCreateInferRuntime), "createInferRuntime");
   EXPECT_STREQ(to_string(Call::kDeserializeCudaEngine), "deserializeCudaEngine");
   EXPECT_STREQ(to_string(Call::kCreateExecutionContext), "createExecutionContext");

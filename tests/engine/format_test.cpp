@@ -14,8 +14,8 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "gpufree_fixtures.h"
 #include "model.h"
-#include "reference_fixtures.h"
 
 namespace etrt::gpufree::testing {
 namespace {
@@ -72,7 +72,7 @@ void exercise(Engine& engine) {
   (void)context->enqueue(nullptr, why);  // a refusal is fine; a crash or an out-of-bounds access is not
 }
 
-TEST(ReferenceFormat, TruncationAtEveryLengthIsRefused) {
+TEST(GpufreeFormat, TruncationAtEveryLengthIsRefused) {
   const std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
   for (size_t n = 0; n < bytes.size(); ++n) {
     // A fresh allocation of exactly n bytes, so reading past it is an ASan error rather than a read of the rest.
@@ -83,7 +83,7 @@ TEST(ReferenceFormat, TruncationAtEveryLengthIsRefused) {
   }
 }
 
-TEST(ReferenceFormat, TruncatedPayloadWithAResealedHeaderIsRefusedByTheDecoder) {
+TEST(GpufreeFormat, TruncatedPayloadWithAResealedHeaderIsRefusedByTheDecoder) {
   const std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
   for (size_t n = kHeaderSize; n < bytes.size(); ++n) {
     std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n));
@@ -95,7 +95,7 @@ TEST(ReferenceFormat, TruncatedPayloadWithAResealedHeaderIsRefusedByTheDecoder) 
   }
 }
 
-TEST(ReferenceFormat, EveryFlippedByteIsCaughtByTheChecksumOrTheHeaderChecks) {
+TEST(GpufreeFormat, EveryFlippedByteIsCaughtByTheChecksumOrTheHeaderChecks) {
   const std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
   for (size_t i = 0; i < bytes.size(); ++i) {
     std::vector<uint8_t> damaged = bytes;
@@ -104,7 +104,7 @@ TEST(ReferenceFormat, EveryFlippedByteIsCaughtByTheChecksumOrTheHeaderChecks) {
   }
 }
 
-TEST(ReferenceFormat, FlippedPayloadBytesNeverCrashTheDecoderOrTheEngine) {
+TEST(GpufreeFormat, FlippedPayloadBytesNeverCrashTheDecoderOrTheEngine) {
   const std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
   int loaded = 0, refused = 0;
   for (size_t i = kHeaderSize; i < bytes.size(); ++i) {
@@ -127,7 +127,7 @@ TEST(ReferenceFormat, FlippedPayloadBytesNeverCrashTheDecoderOrTheEngine) {
   EXPECT_GT(loaded, 0);
 }
 
-TEST(ReferenceFormat, HugeCountsAreRefusedBeforeAnyAllocation) {
+TEST(GpufreeFormat, HugeCountsAreRefusedBeforeAnyAllocation) {
   const std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
   // The IO count follows the label (u32 length + text), the flags byte, the cost and the memory size.
   const size_t label_size = test_label().size();
@@ -171,7 +171,7 @@ Model chain_model(size_t n_profiles, size_t n_ops, size_t n_static_inputs = 0) {
   return m;
 }
 
-TEST(ReferenceFormatLimits, ProfilesTimesOpsAboveTheShapeInferenceLimitAreRefused) {
+TEST(GpufreeFormatLimits, ProfilesTimesOpsAboveTheShapeInferenceLimitAreRefused) {
   const size_t ops = kMaxShapeInferenceWork / kMaxProfiles + 1;
   Model m = chain_model(kMaxProfiles, ops);
   std::string why;
@@ -184,13 +184,13 @@ TEST(ReferenceFormatLimits, ProfilesTimesOpsAboveTheShapeInferenceLimitAreRefuse
   const std::vector<uint8_t> bytes = serialize(m);
   Model decoded;
   EXPECT_FALSE(deserialize_model(bytes.data(), bytes.size(), &decoded, &why));
-  EXPECT_EQ(why, "reference engine: " + expected);
+  EXPECT_EQ(why, "GPU-free NvInfer engine: " + expected);
   // One op fewer is within the limit, and validates quickly (shape inference runs 3 x the limit times).
   Model within = chain_model(kMaxProfiles, ops - 1);
   EXPECT_TRUE(validate(within, &why)) << why;
 }
 
-TEST(ReferenceFormatLimits, ProfilesTimesInputsAboveTheProfileTableLimitAreRefused) {
+TEST(GpufreeFormatLimits, ProfilesTimesInputsAboveTheProfileTableLimitAreRefused) {
   Model m = chain_model(kMaxProfiles, 1, kMaxProfileEntries / kMaxProfiles);  // 257 inputs
   std::string why;
   EXPECT_FALSE(validate(m, &why));
@@ -198,10 +198,10 @@ TEST(ReferenceFormatLimits, ProfilesTimesInputsAboveTheProfileTableLimitAreRefus
   const std::vector<uint8_t> bytes = serialize(m);
   Model decoded;
   EXPECT_FALSE(deserialize_model(bytes.data(), bytes.size(), &decoded, &why));
-  EXPECT_EQ(why, "reference engine: 256 profiles x 257 inputs = 65792 profile bounds, above the limit of 65536");
+  EXPECT_EQ(why, "GPU-free NvInfer engine: 256 profiles x 257 inputs = 65792 profile bounds, above the limit of 65536");
 }
 
-TEST(ReferenceFormatLimits, CountsAboveTheLimitsAreRefusedByValidate) {
+TEST(GpufreeFormatLimits, CountsAboveTheLimitsAreRefusedByValidate) {
   std::string why;
   Model m = chain_model(1, 1);
   m.intermediates.resize(kMaxIntermediates + 1);
@@ -216,7 +216,7 @@ TEST(ReferenceFormatLimits, CountsAboveTheLimitsAreRefusedByValidate) {
   EXPECT_EQ(why, "the label is 4097 bytes long, above the limit of 4096");
 }
 
-TEST(ReferenceFormatLimits, AnEngineWithTenThousandsOfTensorsLoadsAndLooksNamesUpQuickly) {
+TEST(GpufreeFormatLimits, AnEngineWithTenThousandsOfTensorsLoadsAndLooksNamesUpQuickly) {
   // 16384 IO tensors (the limit): 8192 inputs, each copied to its own output. Loading is linear (hashed
   // duplicate checks) and name lookups use the sorted index.
   Model m;
@@ -249,10 +249,10 @@ TEST(ReferenceFormatLimits, AnEngineWithTenThousandsOfTensorsLoadsAndLooksNamesU
   m.io[n + 5].name = "in_3";
   const std::vector<uint8_t> duplicated = serialize(m);
   EXPECT_FALSE(deserialize_model(duplicated.data(), duplicated.size(), &decoded, &why));
-  EXPECT_EQ(why, "reference engine: invalid engine: tensor name 'in_3' is used twice; names must be unique");
+  EXPECT_EQ(why, "GPU-free NvInfer engine: invalid engine: tensor name 'in_3' is used twice; names must be unique");
 }
 
-TEST(ReferenceFormatLimits, MessagesEscapeControlCharactersInNames) {
+TEST(GpufreeFormatLimits, MessagesEscapeControlCharactersInNames) {
   EXPECT_EQ(escape_name("plain name"), "plain name");
   EXPECT_EQ(escape_name(std::string("a\0b\n\x7f", 5)), "a\\x00b\\x0a\\x7f");
   EXPECT_EQ(escape_name("back\\slash"), "back\\\\slash");
@@ -272,7 +272,7 @@ TEST(ReferenceFormatLimits, MessagesEscapeControlCharactersInNames) {
   EXPECT_EQ(why.find('\0'), std::string::npos);
 }
 
-// ---- the shared vectors (tests/vectors/engine, python/etrt/reference_engine.py reads them too) ----
+// ---- the shared vectors (tests/vectors/engine, python/etrt/gpufree.py reads them too) ----
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
@@ -295,7 +295,7 @@ gpufree::Shape shape_of(const Json& dims) {
   return s;
 }
 
-TEST(ReferenceFormatVectors, EveryValidVectorDecodesToItsDescriptionAndReencodesByteForByte) {
+TEST(GpufreeFormatVectors, EveryValidVectorDecodesToItsDescriptionAndReencodesByteForByte) {
   int cases = 0;
   for (const fs::directory_entry& entry : fs::directory_iterator(kVectorDir)) {
     if (entry.path().extension() != ".engine") continue;
@@ -371,7 +371,7 @@ TEST(ReferenceFormatVectors, EveryValidVectorDecodesToItsDescriptionAndReencodes
   EXPECT_GE(cases, 7);
 }
 
-TEST(ReferenceFormatVectors, EveryInvalidVectorIsRefusedWithTheSharedMessage) {
+TEST(GpufreeFormatVectors, EveryInvalidVectorIsRefusedWithTheSharedMessage) {
   const Json manifest = read_json(kVectorDir / "invalid" / "invalid.json");
   size_t files = 0;
   for (const fs::directory_entry& entry : fs::directory_iterator(kVectorDir / "invalid"))
@@ -396,7 +396,7 @@ TEST(ReferenceFormatVectors, EveryInvalidVectorIsRefusedWithTheSharedMessage) {
   EXPECT_GE(manifest.size(), 80u);
 }
 
-TEST(ReferenceFormat, NewerFormatVersionIsRefusedNamingBoth) {
+TEST(GpufreeFormat, NewerFormatVersionIsRefusedNamingBoth) {
   std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
   put_u32(bytes, 4, kFormatVersion + 1);
   const std::string error = load_error(bytes, Error::InvalidArgument);
@@ -405,19 +405,19 @@ TEST(ReferenceFormat, NewerFormatVersionIsRefusedNamingBoth) {
   EXPECT_NE(error.find(expected), std::string::npos) << error;
 }
 
-TEST(ReferenceFormat, DamagedPayloadIsRefusedAsAChecksumMismatch) {
+TEST(GpufreeFormat, DamagedPayloadIsRefusedAsAChecksumMismatch) {
   std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
   bytes[bytes.size() - 1] ^= 0x10;
   EXPECT_NE(load_error(bytes, Error::InvalidArgument).find("checksum mismatch"), std::string::npos);
 }
 
-TEST(ReferenceFormat, TrailingBytesAreRefused) {
+TEST(GpufreeFormat, TrailingBytesAreRefused) {
   std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
   bytes.push_back(0);
   EXPECT_NE(load_error(bytes, Error::InvalidArgument).find("the header promises a"), std::string::npos);
 }
 
-TEST(ReferenceFormat, StructurallyInvalidPayloadIsRefusedByValidation) {
+TEST(GpufreeFormat, StructurallyInvalidPayloadIsRefusedByValidation) {
   std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
   // The last op's output id (bytes -8..-5 of the payload: out, then factor): point it at the input.
   put_u32(bytes, bytes.size() - 8, 0);
@@ -428,7 +428,7 @@ TEST(ReferenceFormat, StructurallyInvalidPayloadIsRefusedByValidation) {
       << error;
 }
 
-TEST(ReferenceFormat, NonReferenceBytesAndNullAreRefused) {
+TEST(GpufreeFormat, NonGpufreeBytesAndNullAreRefused) {
   std::string error;
   Error code = Error::Ok;
   EXPECT_EQ(deserialize(nullptr, 0, &error, &code), nullptr);
@@ -448,13 +448,14 @@ TEST(ReferenceFormat, NonReferenceBytesAndNullAreRefused) {
   EXPECT_NE(error.find("magic 'ETRF'"), std::string::npos) << error;
 }
 
-TEST(ReferenceFormat, TheAdapterPassesTheDecodersReasonOn) {
+TEST(GpufreeFormat, TheAdapterPassesTheDecodersReasonOn) {
   std::vector<uint8_t> bytes = build_or_fail(llm_builder(test_label()));
   bytes[bytes.size() - 1] ^= 0x10;
   const std::string error = load_error(bytes, Error::InvalidArgument);
   const std::string prefix = "TensorRT could not deserialize the engine (" + std::to_string(bytes.size()) + " bytes)";
   EXPECT_EQ(error.rfind(prefix, 0), 0u) << error;
-  EXPECT_NE(error.find(": deserializeCudaEngine: reference engine: checksum mismatch"), std::string::npos) << error;
+  EXPECT_NE(error.find(": deserializeCudaEngine: GPU-free NvInfer engine: checksum mismatch"), std::string::npos)
+      << error;
 }
 
 }  // namespace

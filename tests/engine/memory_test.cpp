@@ -11,18 +11,18 @@
 
 #include "etrt_gpufree/faults.h"
 
-#include "reference_fixtures.h"
+#include "gpufree_fixtures.h"
 
 namespace etrt::gpufree::testing {
 namespace {
 
-TEST(ReferenceMemory, DeviceMemorySizeCoversEveryIntermediateAtTheLargestProfile) {
+TEST(GpufreeMemory, DeviceMemorySizeCoversEveryIntermediateAtTheLargestProfile) {
   std::unique_ptr<Engine> engine = load_llm(test_label());
   // embedded and biased are [1, 8, 4] floats (128 bytes), projected [1, 8, 3] (96 bytes): each rounded to 256.
   EXPECT_EQ(engine->device_memory_size(), 3u * 256u);
 }
 
-TEST(ReferenceMemory, RequestedDeviceMemorySizeIsReportedWhenLarger) {
+TEST(GpufreeMemory, RequestedDeviceMemorySizeIsReportedWhenLarger) {
   Builder b = llm_builder(test_label());
   b.set_device_memory_size(5000);
   EXPECT_EQ(load(build_or_fail(b))->device_memory_size(), 5000u);
@@ -30,7 +30,7 @@ TEST(ReferenceMemory, RequestedDeviceMemorySizeIsReportedWhenLarger) {
   EXPECT_EQ(load(build_or_fail(b))->device_memory_size(), 768u);
 }
 
-TEST(ReferenceMemory, EngineWithoutIntermediatesNeedsNoScratch) {
+TEST(GpufreeMemory, EngineWithoutIntermediatesNeedsNoScratch) {
   Builder b(test_label());
   b.add_input("x", DataType::kFloat32, make_shape({2})).add_output("y", DataType::kFloat32, make_shape({2}));
   b.scale("x", 3.0f, "y");
@@ -48,7 +48,7 @@ TEST(ReferenceMemory, EngineWithoutIntermediatesNeedsNoScratch) {
   EXPECT_FLOAT_EQ(y[1], 6.0f);
 }
 
-TEST(ReferenceMemory, EngineOwnedContextRunsWithoutDeviceMemoryAndRefusesSome) {
+TEST(GpufreeMemory, EngineOwnedContextRunsWithoutDeviceMemoryAndRefusesSome) {
   std::unique_ptr<Engine> engine = load_llm(test_label());
   std::unique_ptr<ExecutionContext> context = new_context(*engine);
   AlignedBuffer scratch(engine->device_memory_size());
@@ -63,7 +63,7 @@ TEST(ReferenceMemory, EngineOwnedContextRunsWithoutDeviceMemoryAndRefusesSome) {
   EXPECT_EQ(logits, expected_logits(ids));
 }
 
-TEST(ReferenceMemory, UserManagedContextCannotEnqueueWithoutDeviceMemory) {
+TEST(GpufreeMemory, UserManagedContextCannotEnqueueWithoutDeviceMemory) {
   const std::string label = test_label();
   std::unique_ptr<Engine> engine = load_llm(label);
   std::unique_ptr<ExecutionContext> context = new_context(*engine, {/*user_managed_memory=*/true});
@@ -79,7 +79,7 @@ TEST(ReferenceMemory, UserManagedContextCannotEnqueueWithoutDeviceMemory) {
   EXPECT_EQ(logits, AlignedVector<float>(kLogits, -99.0f)) << "nothing ran";
 }
 
-TEST(ReferenceMemory, DeviceMemorySmallerThanTheEngineNeedsIsRefused) {
+TEST(GpufreeMemory, DeviceMemorySmallerThanTheEngineNeedsIsRefused) {
   const std::string label = test_label();
   std::unique_ptr<Engine> engine = load_llm(label);
   std::unique_ptr<ExecutionContext> context = new_context(*engine, {/*user_managed_memory=*/true});
@@ -98,7 +98,7 @@ TEST(ReferenceMemory, DeviceMemorySmallerThanTheEngineNeedsIsRefused) {
   EXPECT_EQ(logits, expected_logits(ids));
 }
 
-TEST(ReferenceMemory, MisalignedDeviceMemoryIsRefused) {
+TEST(GpufreeMemory, MisalignedDeviceMemoryIsRefused) {
   const std::string label = test_label();
   std::unique_ptr<Engine> engine = load_llm(label);
   std::unique_ptr<ExecutionContext> context = new_context(*engine, {/*user_managed_memory=*/true});
@@ -120,7 +120,7 @@ TEST(ReferenceMemory, MisalignedDeviceMemoryIsRefused) {
   EXPECT_TRUE(has(why.c_str(), "at nullptr is not enough")) << why.c_str();
 }
 
-TEST(ReferenceMemory, EnqueueReallyUsesTheDeviceMemoryItWasGiven) {
+TEST(GpufreeMemory, EnqueueReallyUsesTheDeviceMemoryItWasGiven) {
   std::unique_ptr<Engine> engine = load_llm(test_label());
   std::unique_ptr<ExecutionContext> context = new_context(*engine, {/*user_managed_memory=*/true});
   AlignedBuffer scratch(engine->device_memory_size());

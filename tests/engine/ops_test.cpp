@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "reference_fixtures.h"
+#include "gpufree_fixtures.h"
 
 namespace etrt::gpufree::testing {
 namespace {
@@ -31,7 +31,7 @@ void run_static(const Builder& b, std::vector<void*> inputs, std::vector<void*> 
   ASSERT_EQ(context->enqueue(nullptr, why), Error::Ok) << why.c_str();
 }
 
-TEST(ReferenceOps, EmbeddingLooksUpTheRowOfEachId) {
+TEST(GpufreeOps, EmbeddingLooksUpTheRowOfEachId) {
   Builder b(test_label());
   b.add_input("ids", DataType::kInt64, make_shape({2, 2}))
       .add_output("y", DataType::kFloat32, make_shape({2, 2, 2}))
@@ -44,7 +44,7 @@ TEST(ReferenceOps, EmbeddingLooksUpTheRowOfEachId) {
   for (int i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(y[i], expected[i]) << i;
 }
 
-TEST(ReferenceOps, EmbeddingAcceptsInt32Ids) {
+TEST(GpufreeOps, EmbeddingAcceptsInt32Ids) {
   Builder b(test_label());
   b.add_input("ids", DataType::kInt32, make_shape({2}))
       .add_output("y", DataType::kFloat32, make_shape({2, 1}))
@@ -59,7 +59,7 @@ TEST(ReferenceOps, EmbeddingAcceptsInt32Ids) {
 
 // TensorRT's gather stores zeros for an index outside the table (seen on TensorRT 8.6: tests/contract); the
 // GPU-free embedding does the same instead of failing the enqueue.
-TEST(ReferenceOps, EmbeddingIdsOutsideTheVocabularyGatherZeroRows) {
+TEST(GpufreeOps, EmbeddingIdsOutsideTheVocabularyGatherZeroRows) {
   Builder b(test_label());
   b.add_input("ids", DataType::kInt64, make_shape({4}))
       .add_output("rows", DataType::kFloat32, make_shape({4, 2}))
@@ -73,7 +73,7 @@ TEST(ReferenceOps, EmbeddingIdsOutsideTheVocabularyGatherZeroRows) {
   for (int i = 0; i < 8; ++i) EXPECT_EQ(rows[i], expected[i]) << i;
 }
 
-TEST(ReferenceOps, AddSumsTwoTensorsOfOneShape) {
+TEST(GpufreeOps, AddSumsTwoTensorsOfOneShape) {
   Builder b(test_label());
   b.add_input("a", DataType::kFloat32, make_shape({3}))
       .add_input("b", DataType::kFloat32, make_shape({3}))
@@ -88,7 +88,7 @@ TEST(ReferenceOps, AddSumsTwoTensorsOfOneShape) {
   EXPECT_FLOAT_EQ(y[2], 13.0f);
 }
 
-TEST(ReferenceOps, AddBroadcastsAConstantBiasOverTheLastDim) {
+TEST(GpufreeOps, AddBroadcastsAConstantBiasOverTheLastDim) {
   Builder b(test_label());
   b.add_input("a", DataType::kFloat32, make_shape({2, 3}))
       .add_output("y", DataType::kFloat32, make_shape({2, 3}))
@@ -101,7 +101,7 @@ TEST(ReferenceOps, AddBroadcastsAConstantBiasOverTheLastDim) {
   for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(y[i], expected[i]) << i;
 }
 
-TEST(ReferenceOps, AddOfShapesThatDisagreeAtRuntimeFailsTheEnqueue) {
+TEST(GpufreeOps, AddOfShapesThatDisagreeAtRuntimeFailsTheEnqueue) {
   Builder b(test_label());
   b.add_input("a", DataType::kFloat32, make_shape({-1}))
       .add_input("b", DataType::kFloat32, make_shape({-1}))
@@ -129,7 +129,7 @@ TEST(ReferenceOps, AddOfShapesThatDisagreeAtRuntimeFailsTheEnqueue) {
   EXPECT_TRUE(has(why.c_str(), "operands 'a' [2] and 'b' [3] must have the same shape")) << why.c_str();
 }
 
-TEST(ReferenceOps, ScaleMultipliesByTheConstantFactor) {
+TEST(GpufreeOps, ScaleMultipliesByTheConstantFactor) {
   Builder b(test_label());
   b.add_input("a", DataType::kFloat32, make_shape({3}))
       .add_output("y", DataType::kFloat32, make_shape({3}))
@@ -142,7 +142,7 @@ TEST(ReferenceOps, ScaleMultipliesByTheConstantFactor) {
   EXPECT_FLOAT_EQ(y[2], 4.0f);
 }
 
-TEST(ReferenceOps, MatMulMultipliesEveryRowByTheConstantWeight) {
+TEST(GpufreeOps, MatMulMultipliesEveryRowByTheConstantWeight) {
   Builder b(test_label());
   b.add_input("a", DataType::kFloat32, make_shape({1, 2, 3}))
       .add_output("y", DataType::kFloat32, make_shape({1, 2, 2}))
@@ -158,7 +158,7 @@ TEST(ReferenceOps, MatMulMultipliesEveryRowByTheConstantWeight) {
   EXPECT_FLOAT_EQ(y[3], -2.0f);
 }
 
-TEST(ReferenceOps, IdentityCopiesEveryDtypeBitForBit) {
+TEST(GpufreeOps, IdentityCopiesEveryDtypeBitForBit) {
   const DataType kTypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt8,
                              DataType::kUInt8,   DataType::kInt32,   DataType::kInt64,    DataType::kBool};
   for (DataType t : kTypes) {
@@ -177,7 +177,7 @@ TEST(ReferenceOps, IdentityCopiesEveryDtypeBitForBit) {
   }
 }
 
-TEST(ReferenceOps, LlmShapedChainComputesTheExpectedLogits) {
+TEST(GpufreeOps, LlmShapedChainComputesTheExpectedLogits) {
   std::unique_ptr<Engine> engine = load_llm(test_label());
   std::unique_ptr<ExecutionContext> context = new_context(*engine);
   Diagnostic why;
@@ -190,7 +190,7 @@ TEST(ReferenceOps, LlmShapedChainComputesTheExpectedLogits) {
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_FLOAT_EQ(logits[i], expected[i]) << i;
 }
 
-TEST(ReferenceOps, OutputShapesFollowTheInputShapes) {
+TEST(GpufreeOps, OutputShapesFollowTheInputShapes) {
   std::unique_ptr<Engine> engine = load_llm(test_label());
   std::unique_ptr<ExecutionContext> context = new_context(*engine);
   Shape logits;
@@ -210,7 +210,7 @@ TEST(ReferenceOps, OutputShapesFollowTheInputShapes) {
   }
 }
 
-TEST(ReferenceOps, OutputsAreWrittenForTheCurrentShapeOnly) {
+TEST(GpufreeOps, OutputsAreWrittenForTheCurrentShapeOnly) {
   std::unique_ptr<Engine> engine = load_llm(test_label());
   std::unique_ptr<ExecutionContext> context = new_context(*engine);
   Diagnostic why;
@@ -274,15 +274,15 @@ void expect_rows_land_at_the_write_index_in_place(DataType index_type) {
   for (int i = 0; i < 16; ++i) EXPECT_EQ(cache[i], expected[i]) << i;
 }
 
-TEST(ReferenceOps, KvCacheUpdateWritesTheUpdateAtEachBatchsWriteIndexInPlaceWithInt64Indices) {
+TEST(GpufreeOps, KvCacheUpdateWritesTheUpdateAtEachBatchsWriteIndexInPlaceWithInt64Indices) {
   expect_rows_land_at_the_write_index_in_place<int64_t>(DataType::kInt64);
 }
 
-TEST(ReferenceOps, KvCacheUpdateWritesTheUpdateAtEachBatchsWriteIndexInPlaceWithInt32Indices) {
+TEST(GpufreeOps, KvCacheUpdateWritesTheUpdateAtEachBatchsWriteIndexInPlaceWithInt32Indices) {
   expect_rows_land_at_the_write_index_in_place<int32_t>(DataType::kInt32);
 }
 
-TEST(ReferenceOps, KvCacheUpdateAtTheLastRowsAndAtRowZeroFillsTheEnds) {
+TEST(GpufreeOps, KvCacheUpdateAtTheLastRowsAndAtRowZeroFillsTheEnds) {
   alignas(256) float cache[16];
   alignas(256) float update[8];
   alignas(256) int64_t idx[2] = {2, 0};  // batch 0: rows 2..3 (the last two), batch 1: rows 0..1
@@ -292,7 +292,7 @@ TEST(ReferenceOps, KvCacheUpdateAtTheLastRowsAndAtRowZeroFillsTheEnds) {
   for (int i = 0; i < 16; ++i) EXPECT_EQ(cache[i], expected[i]) << i;
 }
 
-TEST(ReferenceOps, KvCacheUpdateRangePastTheCacheFailsTheEnqueueNamingItAndWritesNothing) {
+TEST(GpufreeOps, KvCacheUpdateRangePastTheCacheFailsTheEnqueueNamingItAndWritesNothing) {
   std::unique_ptr<Engine> engine = load(build_or_fail(kv_cache_builder(test_label(), DataType::kInt64)));
   ASSERT_NE(engine, nullptr);
   alignas(256) float cache[16];
@@ -318,7 +318,7 @@ TEST(ReferenceOps, KvCacheUpdateRangePastTheCacheFailsTheEnqueueNamingItAndWrite
   EXPECT_EQ(cache[4], -1.0f);
 }
 
-TEST(ReferenceOps, KvCacheUpdateWithItsOutputBoundElsewhereThanTheCacheIsRefusedByEnqueue) {
+TEST(GpufreeOps, KvCacheUpdateWithItsOutputBoundElsewhereThanTheCacheIsRefusedByEnqueue) {
   std::unique_ptr<Engine> engine = load(build_or_fail(kv_cache_builder(test_label(), DataType::kInt64)));
   ASSERT_NE(engine, nullptr);
   alignas(256) float cache[16];
@@ -342,7 +342,7 @@ TEST(ReferenceOps, KvCacheUpdateWithItsOutputBoundElsewhereThanTheCacheIsRefused
   EXPECT_EQ(cache[0], -1.0f);
 }
 
-TEST(ReferenceOps, TheSeamReportsEachKvCacheOutputsAliasedInput) {
+TEST(GpufreeOps, TheSeamReportsEachKvCacheOutputsAliasedInput) {
   // getAliasedInputTensor through the adapter: engine::TensorDesc::aliased_input is the cache's IO index.
   Builder b(test_label());
   b.add_input("pos", DataType::kInt32, make_shape({1}))
@@ -366,7 +366,7 @@ TEST(ReferenceOps, TheSeamReportsEachKvCacheOutputsAliasedInput) {
   for (int32_t i = 0; i < 4; ++i) EXPECT_EQ(engine->io_tensor(i).aliased_input, -1) << engine->io_tensor(i).name;
 }
 
-TEST(ReferenceOps, LlmShapedEngineWithoutAKvCacheReportsNoAlias) {
+TEST(GpufreeOps, LlmShapedEngineWithoutAKvCacheReportsNoAlias) {
   std::unique_ptr<Engine> engine = load_llm(test_label());
   ASSERT_NE(engine, nullptr);
   for (int32_t i = 0; i < engine->num_io_tensors(); ++i) EXPECT_EQ(engine->io_tensor(i).aliased_input, -1);
@@ -401,15 +401,15 @@ void expect_hand_computed_attention(DataType position_type) {
   for (int i = 0; i < 8; ++i) EXPECT_NEAR(out[i], expected[i], 1e-5f) << i;
 }
 
-TEST(ReferenceOps, CausalAttentionMatchesAHandComputedCaseWithInt64Positions) {
+TEST(GpufreeOps, CausalAttentionMatchesAHandComputedCaseWithInt64Positions) {
   expect_hand_computed_attention<int64_t>(DataType::kInt64);
 }
 
-TEST(ReferenceOps, CausalAttentionMatchesAHandComputedCaseWithInt32Positions) {
+TEST(GpufreeOps, CausalAttentionMatchesAHandComputedCaseWithInt32Positions) {
   expect_hand_computed_attention<int32_t>(DataType::kInt32);
 }
 
-TEST(ReferenceOps, CausalAttentionNeverReadsAKeyPastTheQuerysPosition) {
+TEST(GpufreeOps, CausalAttentionNeverReadsAKeyPastTheQuerysPosition) {
   // Both batches at position 0 with 2 queries: keys 0..1 are visible, key 2 and its value are NaN, so any weight
   // on it would make the output NaN.
   const float nan = std::nanf("");
@@ -435,7 +435,7 @@ TEST(ReferenceOps, CausalAttentionNeverReadsAKeyPastTheQuerysPosition) {
   EXPECT_NEAR(out[7], (1.0f - w1) * 6.0f + w1 * 8.0f, 1e-5f);
 }
 
-TEST(ReferenceOps, CausalAttentionPositionPastTheKeysFailsTheEnqueueNamingIt) {
+TEST(GpufreeOps, CausalAttentionPositionPastTheKeysFailsTheEnqueueNamingIt) {
   std::unique_ptr<Engine> engine = load(build_or_fail(attention_builder(test_label(), DataType::kInt64)));
   ASSERT_NE(engine, nullptr);
   alignas(256) float q[4] = {};

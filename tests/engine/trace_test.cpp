@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <malloc.h>
 
-#include "reference_fixtures.h"
+#include "gpufree_fixtures.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 extern "C" size_t __sanitizer_get_current_allocated_bytes();
@@ -13,7 +13,7 @@ extern "C" size_t __sanitizer_get_current_allocated_bytes();
 namespace etrt::gpufree::testing {
 namespace {
 
-TEST(ReferenceTrace, RecordsEveryCallInOrderWithItsArguments) {
+TEST(GpufreeTrace, RecordsEveryCallInOrderWithItsArguments) {
   const std::string label = test_label();
   std::unique_ptr<Engine> engine = load_llm(label);
   int stream = 0;
@@ -64,7 +64,7 @@ TEST(ReferenceTrace, RecordsEveryCallInOrderWithItsArguments) {
   EXPECT_EQ(events[6].input_shapes[0], make_shape({1, 2}));
 }
 
-TEST(ReferenceTrace, CountersCountSwitchesEnqueuesAndTheLastEnqueueProfile) {
+TEST(GpufreeTrace, CountersCountSwitchesEnqueuesAndTheLastEnqueueProfile) {
   const std::string label = test_label();
   std::unique_ptr<Engine> engine = load_llm(label);
   std::unique_ptr<ExecutionContext> context = new_context(*engine);
@@ -98,7 +98,7 @@ TEST(ReferenceTrace, CountersCountSwitchesEnqueuesAndTheLastEnqueueProfile) {
   EXPECT_EQ(c.contexts_destroyed, 0);
 }
 
-TEST(ReferenceTrace, RefusalsCarryTheMessageTheAdapterGave) {
+TEST(GpufreeTrace, RefusalsCarryTheMessageTheAdapterGave) {
   const std::string label = test_label();
   std::unique_ptr<Engine> engine = load_llm(label);
   std::unique_ptr<ExecutionContext> context = new_context(*engine);
@@ -114,7 +114,7 @@ TEST(ReferenceTrace, RefusalsCarryTheMessageTheAdapterGave) {
   EXPECT_NE(to_string(last).find("FAILED: "), std::string::npos);
 }
 
-TEST(ReferenceTrace, SwitchCostIsBusyWaitedAndRecorded) {
+TEST(GpufreeTrace, SwitchCostIsBusyWaitedAndRecorded) {
   const std::string label = test_label();
   Builder b = llm_builder(label);
   b.set_switch_cost_ns(20000);
@@ -133,7 +133,7 @@ TEST(ReferenceTrace, SwitchCostIsBusyWaitedAndRecorded) {
   EXPECT_EQ(switches[1].switch_cost_ns, 0) << "a refused switch costs nothing";
 }
 
-TEST(ReferenceTrace, ClearTraceForgetsEventsAndCounters) {
+TEST(GpufreeTrace, ClearTraceForgetsEventsAndCounters) {
   const std::string label = test_label();
   std::unique_ptr<Engine> engine = load_llm(label);
   std::unique_ptr<ExecutionContext> context = new_context(*engine);
@@ -146,7 +146,7 @@ TEST(ReferenceTrace, ClearTraceForgetsEventsAndCounters) {
   EXPECT_EQ(count_switches(label), 1) << "the engine keeps recording after a clear";
 }
 
-TEST(ReferenceTrace, LabelsKeepSeparateRecords) {
+TEST(GpufreeTrace, LabelsKeepSeparateRecords) {
   const std::string a = test_label() + ".a", b = test_label() + ".b";
   std::unique_ptr<Engine> engine_a = load_llm(a);
   std::unique_ptr<Engine> engine_b = load_llm(b);
@@ -160,7 +160,7 @@ TEST(ReferenceTrace, LabelsKeepSeparateRecords) {
   EXPECT_EQ(last_enqueue_profile("no such label"), -1);
 }
 
-TEST(ReferenceTrace, EnginesSharingALabelAreToldApartByEngineId) {
+TEST(GpufreeTrace, EnginesSharingALabelAreToldApartByEngineId) {
   const std::string label = test_label();
   std::unique_ptr<Engine> first = load_llm(label);
   std::unique_ptr<Engine> second = load_llm(label);
@@ -177,7 +177,7 @@ TEST(ReferenceTrace, EnginesSharingALabelAreToldApartByEngineId) {
   EXPECT_EQ(trace_counters(label).engines_loaded, 2);
 }
 
-TEST(ReferenceTrace, TracingCanBeTurnedOffGlobally) {
+TEST(GpufreeTrace, TracingCanBeTurnedOffGlobally) {
   const std::string label = test_label();
   std::unique_ptr<Engine> engine = load_llm(label);
   set_tracing_enabled(false);
@@ -190,7 +190,7 @@ TEST(ReferenceTrace, TracingCanBeTurnedOffGlobally) {
   EXPECT_EQ(count_switches(label), 0);
 }
 
-TEST(ReferenceTrace, TracingCanBeTurnedOffPerEngine) {
+TEST(GpufreeTrace, TracingCanBeTurnedOffPerEngine) {
   // Two engines under one label, one built with tracing off: only the other's calls are recorded.
   const std::string label = test_label();
   Builder b = llm_builder(label);
@@ -209,7 +209,7 @@ TEST(ReferenceTrace, TracingCanBeTurnedOffPerEngine) {
   EXPECT_EQ(trace_counters(label).contexts_created, 1);
 }
 
-TEST(ReferenceTrace, TracingCanBeTurnedOffInTheEngineBytes) {
+TEST(GpufreeTrace, TracingCanBeTurnedOffInTheEngineBytes) {
   const std::string label = test_label();
   Builder b = llm_builder(label);
   b.set_tracing(false);
@@ -251,7 +251,7 @@ void load_run_unload(const std::vector<uint8_t>& bytes) {
   ASSERT_EQ(run_llm(*context, ids, &logits, why), Error::Ok) << why.c_str();
 }
 
-TEST(ReferenceTraceMemory, ThousandLoadForwardUnloadCyclesDoNotGrowMemory) {
+TEST(GpufreeTraceMemory, ThousandLoadForwardUnloadCyclesDoNotGrowMemory) {
   const std::string label = test_label();
   const std::vector<uint8_t> bytes = build_or_fail(llm_builder(label));
   // Warm up past kMaxEventsKeptAcrossReloads, so the trace is at its steady size.
@@ -276,7 +276,7 @@ TEST(ReferenceTraceMemory, ThousandLoadForwardUnloadCyclesDoNotGrowMemory) {
   EXPECT_GT(c.dropped_events, 0);
 }
 
-TEST(ReferenceTraceMemory, EventsStayReadableAfterUnloadUntilTheLabelLoadsAgain) {
+TEST(GpufreeTraceMemory, EventsStayReadableAfterUnloadUntilTheLabelLoadsAgain) {
   const std::string label = test_label();
   const std::vector<uint8_t> bytes = build_or_fail(llm_builder(label));
   load_run_unload(bytes);
@@ -293,7 +293,7 @@ TEST(ReferenceTraceMemory, EventsStayReadableAfterUnloadUntilTheLabelLoadsAgain)
   EXPECT_EQ(trace_counters(label).engines_loaded, 3);
 }
 
-TEST(ReferenceTraceMemory, LabelsWithNoEngineLeftReleaseTheirEventsBeyondTheRetiredLimit) {
+TEST(GpufreeTraceMemory, LabelsWithNoEngineLeftReleaseTheirEventsBeyondTheRetiredLimit) {
   const std::string first = test_label() + ".0";
   std::vector<std::string> labels;
   for (size_t i = 0; i <= kMaxRetiredTraces + 1; ++i) {

@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "reference_fixtures.h"
+#include "gpufree_fixtures.h"
 
 namespace etrt::gpufree::testing {
 namespace {
@@ -76,7 +76,7 @@ TEST(WeightStreaming, EngineWithoutStreamableWeightsRefusesABudget) {
   EXPECT_TRUE(has(why.c_str(), "was not built with weight streaming")) << why.c_str();
 }
 
-// The LLM-shaped engine (reference_fixtures.h) with streamable weights: table [6, 4], bias [4] and W [4, 3], float32,
+// The LLM-shaped engine (gpufree_fixtures.h) with streamable weights: table [6, 4], bias [4] and W [4, 3], float32,
 // so 160 streamable bytes, the largest weight 96 (the table).
 constexpr int64_t kLlmStreamable = 160;
 constexpr int64_t kLlmLargestWeight = 96;

@@ -213,7 +213,7 @@ class EtrtTestPartitioner(Partitioner):
 
 
 # ---------------------------------------------------------------------------
-# preprocess: the partition's graph -> a GPU-free engine -> a TR01/TR02 blob
+# preprocess: the partition's graph -> a GPU-free NvInfer engine -> a TR01/TR02 blob
 
 
 class TranslationError(ValueError):

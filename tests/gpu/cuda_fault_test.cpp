@@ -33,7 +33,7 @@ namespace {
 
 namespace et = ::executorch::runtime;
 namespace faults = ::etrt::cuda_faults;
-namespace ref = ::etrt::gpufree;
+namespace gpufree = ::etrt::gpufree;
 using ::etrt::module_test::expect_logits;
 using ::etrt::module_test::run_ids;
 using ::etrt::module_test::token_ids;
@@ -55,13 +55,13 @@ class CudaFault : public ::testing::Test {
  protected:
   void SetUp() override {
     faults::reset();
-    ref::clear_faults();
+    gpufree::clear_faults();
     ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
   }
   void TearDown() override {
     faults::reset();
-    ref::clear_faults();
-    ref::clear_all_traces();
+    gpufree::clear_faults();
+    gpufree::clear_all_traces();
     (void)cudaStreamSynchronize(stream_);
     (void)cudaStreamDestroy(stream_);
   }
@@ -186,25 +186,25 @@ TEST_F(CudaFault, AFailedGraphLaunchFailsThatStepNamingTheCallAndTheNextReplayRu
 // ---- the GPU-free NvInfer's faults at every NvInfer call, on a CUDA-mode engine ----
 
 struct NvInferFault {
-  ref::Call call;
+  gpufree::Call call;
   bool at_load;
 };
-void PrintTo(const NvInferFault& f, std::ostream* os) { *os << ref::to_string(f.call); }
+void PrintTo(const NvInferFault& f, std::ostream* os) { *os << gpufree::to_string(f.call); }
 
 class CudaNvInferFault : public CudaFault, public ::testing::WithParamInterface<NvInferFault> {};
 
 TEST_P(CudaNvInferFault, FailsNamingTheCallAndLeavesTheRuntimeUsable) {
   const NvInferFault& f = GetParam();
-  const char* name = ref::to_string(f.call);
+  const char* name = gpufree::to_string(f.call);
   et::Error loaded = et::Error::Ok;
   if (f.at_load) {
-    ref::inject_fault(f.call, 1, "llm");
+    gpufree::inject_fault(f.call, 1, "llm");
     {
       auto module = load_llm(false, &loaded);
       EXPECT_NE(loaded, et::Error::Ok);
       EXPECT_THAT(etrt::last_error_message(), HasSubstr(name));
     }
-    ref::clear_faults();
+    gpufree::clear_faults();
     auto module = load_llm(false, &loaded);
     ASSERT_EQ(loaded, et::Error::Ok) << etrt::last_error_message();
     expect_step_runs(*module);
@@ -213,24 +213,27 @@ TEST_P(CudaNvInferFault, FailsNamingTheCallAndLeavesTheRuntimeUsable) {
   auto module = load_llm(false, &loaded);
   ASSERT_EQ(loaded, et::Error::Ok) << etrt::last_error_message();
   // The first execution, a prefill step: a switch, then every input shape, output shape and address is set.
-  ref::inject_fault(f.call, 1, "llm");
+  gpufree::inject_fault(f.call, 1, "llm");
   {
     etrt::OptimizationProfileGuard prefill(1);
     EXPECT_NE(run_ids(*module, token_ids(64)).error, et::Error::Ok);
     EXPECT_THAT(etrt::last_error_message(), HasSubstr(name));
-    ref::clear_faults();
+    gpufree::clear_faults();
     expect_logits(run_ids(*module, token_ids(64)), token_ids(64));
   }
   expect_step_runs(*module);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Calls, CudaNvInferFault,
-    ::testing::Values(NvInferFault{ref::Call::kDeserializeCudaEngine, true},
-                      NvInferFault{ref::Call::kCreateExecutionContext, true},
-                      NvInferFault{ref::Call::kSetOptimizationProfileAsync, false},
-                      NvInferFault{ref::Call::kSetInputShape, false}, NvInferFault{ref::Call::kGetTensorShape, false},
-                      NvInferFault{ref::Call::kSetTensorAddress, false}, NvInferFault{ref::Call::kEnqueueV3, false}),
-    [](const ::testing::TestParamInfo<NvInferFault>& p) { return std::string(ref::to_string(p.param.call)); });
+INSTANTIATE_TEST_SUITE_P(Calls, CudaNvInferFault,
+                         ::testing::Values(NvInferFault{gpufree::Call::kDeserializeCudaEngine, true},
+                                           NvInferFault{gpufree::Call::kCreateExecutionContext, true},
+                                           NvInferFault{gpufree::Call::kSetOptimizationProfileAsync, false},
+                                           NvInferFault{gpufree::Call::kSetInputShape, false},
+                                           NvInferFault{gpufree::Call::kGetTensorShape, false},
+                                           NvInferFault{gpufree::Call::kSetTensorAddress, false},
+                                           NvInferFault{gpufree::Call::kEnqueueV3, false}),
+                         [](const ::testing::TestParamInfo<NvInferFault>& p) {
+                           return std::string(gpufree::to_string(p.param.call));
+                         });
 
 }  // namespace

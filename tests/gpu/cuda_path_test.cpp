@@ -53,16 +53,16 @@ et::Error forward(Module& module, void* ids, size_t n, void* logits) {
 // The addresses the engine was given for input_ids (io 0) and logits (io 1) in the last binding.
 std::pair<const void*, const void*> bound_addresses(const std::string& label) {
   std::pair<const void*, const void*> out{nullptr, nullptr};
-  for (const auto& e : ref::trace_events(label)) {
-    if (e.kind != ref::TraceKind::kSetTensorAddress) continue;
+  for (const auto& e : gpufree::trace_events(label)) {
+    if (e.kind != gpufree::TraceKind::kSetTensorAddress) continue;
     (e.io_index == 0 ? out.first : out.second) = e.address;
   }
   return out;
 }
 
-std::vector<ref::TraceEvent> events(const std::string& label, ref::TraceKind kind) {
-  std::vector<ref::TraceEvent> out;
-  for (auto& e : ref::trace_events(label))
+std::vector<gpufree::TraceEvent> events(const std::string& label, gpufree::TraceKind kind) {
+  std::vector<gpufree::TraceEvent> out;
+  for (auto& e : gpufree::trace_events(label))
     if (e.kind == kind) out.push_back(e);
   return out;
 }
@@ -131,9 +131,9 @@ TEST_P(CudaPath, RepeatedStepsOnDeviceBuffersRunOnWhatTheyHoldNowAndAHostBufferB
     expect_values(download<float>(logits.data(), etrt::fixtures::kHidden), {id});
   };
   for (int64_t id : {3, 9, 3, 17}) step(id);
-  EXPECT_EQ(events("llm_unplanned", ref::TraceKind::kSetTensorAddress).size(), 2u);
-  EXPECT_EQ(events("llm_unplanned", ref::TraceKind::kSetInputShape).size(), 1u);
-  EXPECT_EQ(ref::count_enqueues("llm_unplanned"), 4);
+  EXPECT_EQ(events("llm_unplanned", gpufree::TraceKind::kSetTensorAddress).size(), 2u);
+  EXPECT_EQ(events("llm_unplanned", gpufree::TraceKind::kSetInputShape).size(), 1u);
+  EXPECT_EQ(gpufree::count_enqueues("llm_unplanned"), 4);
 
   std::vector<int64_t> host = {21};
   ASSERT_EQ(forward(*module, host.data(), 1, logits.data()), et::Error::Ok) << etrt::last_error_message();
@@ -143,7 +143,7 @@ TEST_P(CudaPath, RepeatedStepsOnDeviceBuffersRunOnWhatTheyHoldNowAndAHostBufferB
   step(5);
   step(6);
   EXPECT_EQ(bound_addresses("llm_unplanned").first, ids.data());
-  EXPECT_EQ(ref::count_enqueues("llm_unplanned"), 7);
+  EXPECT_EQ(gpufree::count_enqueues("llm_unplanned"), 7);
 }
 
 // Pinned memory is copied truly asynchronously: the delegate must not return before the copy has read it.
@@ -181,7 +181,7 @@ TEST_P(CudaPath, WithoutAStreamGuardTheDelegateRunsOnThePerThreadDefaultStream) 
   DeviceIds ids(token_ids(1));
   DeviceMemory logits(kLogitsBytes);
   ASSERT_EQ(forward(*module, ids.memory.data(), 1, logits.data()), et::Error::Ok) << etrt::last_error_message();
-  const auto enqueues = events("llm_unplanned", ref::TraceKind::kEnqueue);
+  const auto enqueues = events("llm_unplanned", gpufree::TraceKind::kEnqueue);
   ASSERT_EQ(enqueues.size(), 1u);
   EXPECT_EQ(enqueues[0].stream, static_cast<void*>(cudaStreamPerThread));
   ETRT_CUDA_OK(cudaStreamSynchronize(cudaStreamPerThread));
@@ -199,12 +199,12 @@ TEST_P(CudaPath, TheCallersStreamCarriesTheSwitchTheCopiesAndTheEnqueue) {
   }
   logits.resize(ids.size() * etrt::fixtures::kHidden);
   expect_values(logits, ids);
-  for (const auto& e : ref::trace_events("llm_unplanned")) {
-    if (e.kind == ref::TraceKind::kEnqueue || e.kind == ref::TraceKind::kSetOptimizationProfile) {
-      EXPECT_EQ(e.stream, static_cast<void*>(stream.get())) << ref::to_string(e);
+  for (const auto& e : gpufree::trace_events("llm_unplanned")) {
+    if (e.kind == gpufree::TraceKind::kEnqueue || e.kind == gpufree::TraceKind::kSetOptimizationProfile) {
+      EXPECT_EQ(e.stream, static_cast<void*>(stream.get())) << gpufree::to_string(e);
     }
   }
-  EXPECT_EQ(events("llm_unplanned", ref::TraceKind::kSetOptimizationProfile).size(),
+  EXPECT_EQ(events("llm_unplanned", gpufree::TraceKind::kSetOptimizationProfile).size(),
             static_cast<size_t>(strategy_switches(1)));
 }
 
@@ -222,7 +222,7 @@ TEST_P(CudaPath, NestedStreamGuardsRestoreTheOuterStream) {
     ASSERT_EQ(forward(*module, ids.memory.data(), 1, logits.data()), et::Error::Ok) << etrt::last_error_message();
   }
   ASSERT_EQ(forward(*module, ids.memory.data(), 1, logits.data()), et::Error::Ok) << etrt::last_error_message();
-  const auto enqueues = events("llm_unplanned", ref::TraceKind::kEnqueue);
+  const auto enqueues = events("llm_unplanned", gpufree::TraceKind::kEnqueue);
   ASSERT_EQ(enqueues.size(), 3u);
   EXPECT_EQ(enqueues[0].stream, static_cast<void*>(inner.get()));
   EXPECT_EQ(enqueues[1].stream, static_cast<void*>(outer.get()));
@@ -280,7 +280,7 @@ TEST_P(CudaPath, ProfileChangesWhileEarlierWorkIsStillRunningKeepEveryResult) {
     expect_values(download<float>(logits[i]->data(), calls[i].second * etrt::fixtures::kHidden), ids[i]->ids);
   // 0 -> 1, 1 -> 0, 0 -> 1, 1 -> 0, (0 stays), 0 -> 1.
   EXPECT_EQ(report.switches(), 5u);
-  EXPECT_EQ(events("llm_unplanned", ref::TraceKind::kSetOptimizationProfile).size(),
+  EXPECT_EQ(events("llm_unplanned", gpufree::TraceKind::kSetOptimizationProfile).size(),
             static_cast<size_t>(strategy_switches(5)));
 }
 
@@ -309,7 +309,7 @@ TEST_P(CudaPath, ACallOnAnotherStreamWaitsOnTheDeviceForThePreviousCall) {
   }
   expect_values(download<float>(logits_b.data(), etrt::fixtures::kHidden), b.ids);
   module.reset();
-  EXPECT_EQ(ref::trace_counters("llm_unplanned").failures, 0) << "the device saw every call in order";
+  EXPECT_EQ(gpufree::trace_counters("llm_unplanned").failures, 0) << "the device saw every call in order";
 }
 
 TEST_P(CudaPath, DestroyingTheModuleWithWorkInFlightWaitsForIt) {
@@ -352,7 +352,7 @@ TEST_P(CudaPath, AnErrorAfterTheSwitchLeavesNoWorkRacingWithTheNextCall) {
   ETRT_CUDA_OK(cudaStreamSynchronize(second));
   expect_values(download<float>(logits.data(), 64 * etrt::fixtures::kHidden), ids.ids);
   module.reset();  // a context destroyed with work running, or run out of order on the device, records a failure
-  EXPECT_EQ(ref::trace_counters("llm_unplanned").failures, 0) << "the engine refused nothing";
+  EXPECT_EQ(gpufree::trace_counters("llm_unplanned").failures, 0) << "the engine refused nothing";
 }
 
 TEST_P(CudaPath, ThreadsWithTheirOwnModulesAndStreamsRunConcurrently) {
@@ -467,7 +467,7 @@ TEST_P(SecondDevice, MemoryOrAStreamOfAnotherDeviceIsRefusedNamingBothDevices) {
   std::vector<int64_t> ids = {3};
   EXPECT_EQ(forward(*module, ids.data(), 1, logits.data()), et::Error::InvalidArgument);
   EXPECT_THAT(etrt::last_error_message(), HasSubstr("stream belongs to device 0"));
-  EXPECT_EQ(ref::count_enqueues("llm_device1"), 0);
+  EXPECT_EQ(gpufree::count_enqueues("llm_device1"), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, SecondDevice, ::testing::Values(Strategy::kSwitch, Strategy::kContextPerProfile),

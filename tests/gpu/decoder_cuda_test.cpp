@@ -209,14 +209,14 @@ TEST_P(CudaDecoder, TheCachesAreBoundInPlaceAtTheDeviceAddressesPassed) {
   if (HasFatalFailure()) return;
   // IO order: tokens 0, start_pos 1, k_cache 2, v_cache 3, logits 4, k_cache_out 5, v_cache_out 6.
   std::vector<const void*> bound(7, nullptr);
-  for (const auto& e : ref::trace_events("decoder_cuda"))
-    if (e.kind == ref::TraceKind::kSetTensorAddress && e.ok && e.io_index >= 0 && e.io_index < 7)
+  for (const auto& e : gpufree::trace_events("decoder_cuda"))
+    if (e.kind == gpufree::TraceKind::kSetTensorAddress && e.ok && e.io_index >= 0 && e.io_index < 7)
       bound[static_cast<size_t>(e.io_index)] = e.address;
   EXPECT_EQ(bound[2], static_cast<const void*>(k.data()));
   EXPECT_EQ(bound[3], static_cast<const void*>(v.data()));
   EXPECT_EQ(bound[5], static_cast<const void*>(k.data())) << "k_cache_out shares k_cache's memory";
   EXPECT_EQ(bound[6], static_cast<const void*>(v.data())) << "v_cache_out shares v_cache's memory";
-  EXPECT_EQ(ref::count_enqueues("decoder_cuda"), 1 + kDecodeSteps);
+  EXPECT_EQ(gpufree::count_enqueues("decoder_cuda"), 1 + kDecodeSteps);
 }
 
 TEST_P(CudaDecoder, WriteBackOutputsReceiveACopyOfTheDeviceCachesAfterEachStep) {
@@ -254,7 +254,7 @@ TEST_P(CudaDecoder, HostCachesAreRefusedBecauseTheUpdateWouldBeLost) {
   ASSERT_FALSE(refused);
   EXPECT_THAT(refused.message(), HasSubstr("input 'k_cache' is updated in place by the engine"));
   EXPECT_THAT(refused.message(), HasSubstr("host memory"));
-  EXPECT_EQ(ref::count_enqueues("decoder_cuda"), 0);
+  EXPECT_EQ(gpufree::count_enqueues("decoder_cuda"), 0);
   // The delegate stays usable: device caches run.
   DeviceCache dk, dv;
   ASSERT_TRUE(forward(*module, dk.data(), dv.data(), &step));

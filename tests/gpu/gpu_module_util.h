@@ -23,7 +23,7 @@ inline std::string fixture(const std::string& name) { return module_test::fixtur
 // Every case runs under both load-time strategies (load option profile_strategy).
 class CudaModule : public ::testing::TestWithParam<Strategy> {
  protected:
-  void TearDown() override { ref::clear_all_traces(); }
+  void TearDown() override { gpufree::clear_all_traces(); }
 
   // Loads `name`.pte under this case's strategy and clears the traces, so a test sees only its own executions.
   std::unique_ptr<Module> load(const std::string& name) { return load_module(fixture(name), GetParam()); }

@@ -131,7 +131,7 @@ TEST_P(GraphCuda, ReplayedStepsEqualPlainEnqueuesBitForBit) {
 
 // A graph is replayed only while its context is unchanged since the capture: TensorRT reconfigures a context at the
 // first enqueue after a switch or a new shape, and the graph holds the configuration it captured. Counted with the
-// GPU-free engine's enqueue hook, which runs in every enqueueV3 call (a capture is one) and in no replay. Three decode
+// GPU-free NvInfer's enqueue hook, which runs in every enqueueV3 call (a capture is one) and in no replay. Three decode
 // steps, a prefill, three decode steps: under `switch` the prefill reconfigures the one context, so the second decode
 // run enqueues plainly, captures anew and replays (2 calls), as the first did; under `context_per_profile` the
 // prefill runs on its own context and the decode context's graph is replayed at once (0 calls).

@@ -64,8 +64,8 @@ Bound forward(Module& module, int64_t* ids, int64_t n, float* logits) {
   EXPECT_TRUE(result.ok()) << etrt::last_error_message();
   Bound run;
   if (report.entries().size() == 1) run.record = report.entries()[0];
-  for (const auto& e : ref::trace_events("llm_unplanned"))
-    if (e.kind == ref::TraceKind::kSetTensorAddress && e.ok)
+  for (const auto& e : gpufree::trace_events("llm_unplanned"))
+    if (e.kind == gpufree::TraceKind::kSetTensorAddress && e.ok)
       (e.io_index == 0 ? run.bound_ids : run.bound_logits) = e.address;
   return run;
 }

@@ -1,4 +1,4 @@
-"""Shared helpers for the export-side tests: reference engines, TensorRT
+"""Shared helpers for the export-side tests: GPU-free NvInfer engines, TensorRT
 blobs and .pte programs built in memory with etrt's own writers.
 
 Everything here is pure data; the .pte writer needs the ExecuTorch wheel's
@@ -12,11 +12,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from etrt import blob
 from etrt.pte import Program
-from etrt.reference_engine import DTYPES as REF_DTYPES, checksum
+from etrt.gpufree import DTYPES as REF_DTYPES, checksum
 from etrt.signature import Signature
 
 # --------------------------------------------------------------------------
-# Reference engines (format: nvinfer/src/format.h)
+# GPU-free NvInfer engines (format: nvinfer/src/format.h)
 
 
 def _shape(dims: Sequence[int]) -> bytes:
@@ -28,20 +28,20 @@ def _str(s: str) -> bytes:
     return struct.pack("<I", len(raw)) + raw
 
 
-def ref_op(kind: int, a: int = -1, b: int = -1, c: int = -1, d: int = -1, out: int = -1,
-           factor: float = 1.0) -> bytes:
+def gpufree_op(kind: int, a: int = -1, b: int = -1, c: int = -1, d: int = -1, out: int = -1,
+               factor: float = 1.0) -> bytes:
     """One op record of format v2 (25 bytes)."""
     return struct.pack("<Biiiiif", kind, a, b, c, d, out, factor)
 
 
-def ref_engine(label: str, inputs: Sequence[Tuple[str, str, Sequence[int]]],
-               outputs: Sequence[Tuple[str, str, Sequence[int]]],
-               profiles: Sequence[Sequence[Tuple[Sequence[int], Sequence[int], Sequence[int]]]],
-               *, shape_tensors: Sequence[str] = (), on_host: Sequence[str] = (),
-               data_dependent: Sequence[str] = (), kv_updates: Optional[Dict[str, Tuple[str, str, str]]] = None,
-               cuda_mode: bool = False, streamable_weights: bool = False, flags: Optional[int] = None,
-               ops: Optional[bytes] = None, version: int = 2, trailing: bytes = b"") -> bytes:
-    """A reference engine (format v2). ``profiles[p][k]`` = (min, opt, max) of
+def gpufree_engine(label: str, inputs: Sequence[Tuple[str, str, Sequence[int]]],
+                   outputs: Sequence[Tuple[str, str, Sequence[int]]],
+                   profiles: Sequence[Sequence[Tuple[Sequence[int], Sequence[int], Sequence[int]]]],
+                   *, shape_tensors: Sequence[str] = (), on_host: Sequence[str] = (),
+                   data_dependent: Sequence[str] = (), kv_updates: Optional[Dict[str, Tuple[str, str, str]]] = None,
+                   cuda_mode: bool = False, streamable_weights: bool = False, flags: Optional[int] = None,
+                   ops: Optional[bytes] = None, version: int = 2, trailing: bytes = b"") -> bytes:
+    """A GPU-free NvInfer engine (format v2). ``profiles[p][k]`` = (min, opt, max) of
     input k under profile p. Each output is an identity copy of the first input
     of its dtype and declared shape (of input ``k % len(inputs)`` when there is
     none, which the runtime refuses), except those in ``kv_updates``:
@@ -70,16 +70,16 @@ def ref_engine(label: str, inputs: Sequence[Tuple[str, str, Sequence[int]]],
         for k, (name, _, _) in enumerate(outputs):
             if name in kv_updates:
                 cache, update, where = kv_updates[name]
-                ops += ref_op(7, ids[cache], ids[update], ids[where], out=ids[name])
+                ops += gpufree_op(7, ids[cache], ids[update], ids[where], out=ids[name])
             else:
                 same = [i for i, (_, d, sh) in enumerate(inputs) if (d, list(sh)) == (outputs[k][1], list(outputs[k][2]))]
-                ops += ref_op(6, same[0] if same else k % max(1, len(inputs)), out=len(inputs) + k)  # identity
+                ops += gpufree_op(6, same[0] if same else k % max(1, len(inputs)), out=len(inputs) + k)  # identity
     payload += ops + trailing
     header = b"ETRF" + struct.pack("<IQII", version, len(payload), checksum(payload), 0)
     return header + payload
 
 
-# Reference engines serialized by the C++ builder (nvinfer/src/builder.cpp, format v2),
+# GPU-free NvInfer engines serialized by the C++ builder (nvinfer/src/builder.cpp, format v2),
 # captured once so the Python reader is held to the C++ writer's layout:
 #   Builder b("decoder"); inputs ids, pos int64 [1,-1]; output logits float32 [1,-1,4];
 #   profile 0 = [1,1], profile 1 = [1,2..128] opt [1,64]; constants table [16,8], w [8,4];
@@ -170,10 +170,10 @@ def trt_blob(inputs: Sequence[Tuple[str, str, Sequence[int]]], outputs: Sequence
     return blob.write_blob(md, engine if engine is not None else b"\x7fopaque-tensorrt-plan" * 3)
 
 
-def ref_blob(label: str, inputs, outputs, profiles, signature: Optional[Signature] = None,
-             binding_inputs=None) -> bytes:
-    """A blob around a reference engine with the same IO."""
-    eng = ref_engine(label, inputs, outputs, profiles)
+def gpufree_blob(label: str, inputs, outputs, profiles, signature: Optional[Signature] = None,
+                 binding_inputs=None) -> bytes:
+    """A blob around a GPU-free NvInfer engine with the same IO."""
+    eng = gpufree_engine(label, inputs, outputs, profiles)
     return trt_blob(binding_inputs or inputs, outputs, signature, eng)
 
 

@@ -1,6 +1,6 @@
 """`etrt inspect` and `etrt validate` on the largest files the runtime loads (docs/limits.md): metadata of exactly
-16 MiB, a 64 MiB GPU-free engine, 16 384 IO tensors, 65 536 profile entries. Each command runs in its own process;
-its CPU time (user + system), wall time and peak RSS (ru_maxrss of the child, interpreter and libetrt included)
+16 MiB, a 64 MiB GPU-free NvInfer engine, 16 384 IO tensors, 65 536 profile entries. Each command runs in its own
+process; its CPU time (user + system), wall time and peak RSS (ru_maxrss of the child, interpreter and libetrt included)
 are printed, and the CPU time and the peak are checked against the tools' bounds, 10 s and 256 MB on a 2-core
 machine, far above what they take (docs/limits.md has the measurements). CPU time, not wall time, is what is
 bounded: it does not grow when other work shares the machine. A bound, not a benchmark: the numbers are printed

@@ -45,10 +45,10 @@ def fx(tmp_path_factory):
         "mismatch": B.llm_program(second_max=1024),
         "overflow": B.llm_program(planned_seq=1024),
         "unlinked": B.llm_program(second_symbol=None),
-        "ref": B.single_delegate_program(
+        "gpufree": B.single_delegate_program(
             B.trt_blob([("ids", "int64", [1, -1])], [("out", "int64", [1, -1])], None,
-                       B.ref_engine("dec", [("ids", "int64", [1, -1])], [("out", "int64", [1, -1])],
-                                    [[B.DECODE], [B.prefill(128, 2, 64)]])),
+                       B.gpufree_engine("dec", [("ids", "int64", [1, -1])], [("out", "int64", [1, -1])],
+                                        [[B.DECODE], [B.prefill(128, 2, 64)]])),
             [("ids", "int64", [1, 128], True)], [("out", "int64", [1, 128], True)]),
         "foreign": B.single_delegate_program(b"xnnpack payload", [("x", "float32", [1, 4], False)],
                                              [("y", "float32", [1, 4], False)], backend_id="XnnpackBackend"),
@@ -58,7 +58,7 @@ def fx(tmp_path_factory):
     lying = good_blob[:16] + struct.pack("<Q", 1 << 40) + good_blob[24:]
     files["lying_blob"] = B.single_delegate_program(lying, [("x", "float32", [4], False)],
                                                     [("y", "float32", [4], False)])
-    eng = bytearray(B.ref_engine("dec", [("x", "float32", [4])], [("y", "float32", [4])], [[([4], [4], [4])]]))
+    eng = bytearray(B.gpufree_engine("dec", [("x", "float32", [4])], [("y", "float32", [4])], [[([4], [4], [4])]]))
     eng[30] ^= 0x55
     files["corrupt_engine"] = B.single_delegate_program(
         B.trt_blob([("x", "float32", [4])], [("y", "float32", [4])], None, bytes(eng)),
@@ -113,7 +113,7 @@ def test_validate_failing_program_exits_1_naming_delegates_profiles_and_numbers(
 def test_validate_strict_quiet_and_json(fx):
     assert etrt("validate", fx["unlinked"]).returncode == 0
     assert etrt("validate", "--strict", fx["unlinked"]).returncode == 1
-    q = etrt("validate", "-q", fx["ref"])
+    q = etrt("validate", "-q", fx["gpufree"])
     assert q.returncode == 0 and q.stdout == ""
     j = etrt("validate", "--json", fx["mismatch"])
     assert j.returncode == 1
@@ -165,8 +165,8 @@ def test_inspect_json_report(fx):
         ["dynamic-single-profile"]
 
 
-def test_inspect_reads_profiles_from_a_reference_engine(fx):
-    p = etrt("inspect", "--json", fx["ref"])
+def test_inspect_reads_profiles_from_a_gpufree_engine(fx):
+    p = etrt("inspect", "--json", fx["gpufree"])
     assert p.returncode == 0
     d = json.loads(p.stdout)["methods"][0]["delegates"][0]
     assert d["engine"]["kind"] == "reference"
@@ -174,9 +174,9 @@ def test_inspect_reads_profiles_from_a_reference_engine(fx):
     assert ref["label"] == "dec" and ref["num_profiles"] == 2
     assert ref["profiles"][1] == [{"input": "ids", "min": [1, 2], "opt": [1, 64], "max": [1, 128]}]
     assert d["profiles"]["source"] == "engine" and d["profiles"]["count"] == 2
-    text = etrt("inspect", fx["ref"]).stdout
-    assert "profiles: 2 (from the reference engine)" in text
-    assert "engine: reference engine 'dec' (ETRF v2, 2 profile(s)" in text
+    text = etrt("inspect", fx["gpufree"]).stdout
+    assert "profiles: 2 (from the GPU-free NvInfer engine)" in text
+    assert "engine: GPU-free NvInfer engine 'dec' (ETRF v2, 2 profile(s)" in text
 
 
 def test_inspect_of_a_failing_program_still_exits_0_and_shows_the_verdict(fx):
@@ -332,9 +332,9 @@ def test_pack_several_engines_with_intermediates_and_plan_override(tmp_path):
     assert p.returncode == 1 and out2.exists()
 
 
-def test_pack_reference_engine_takes_its_profiles_from_the_engine(tmp_path):
-    eng = B.ref_engine("dec", [("ids", "int64", [1, -1])], [("out", "int64", [1, -1])],
-                       [[B.DECODE], [B.prefill(128, 2, 64)]])
+def test_pack_gpufree_engine_takes_its_profiles_from_the_engine(tmp_path):
+    eng = B.gpufree_engine("dec", [("ids", "int64", [1, -1])], [("out", "int64", [1, -1])],
+                           [[B.DECODE], [B.prefill(128, 2, 64)]])
     (tmp_path / "dec.etrf").write_bytes(eng)
     desc = {"plan": "dec.etrf", "inputs": [{"name": "ids", "dtype": "int64", "shape": [1, 128]}],
             "outputs": [{"name": "out", "dtype": "int64", "shape": [1, 128]}],
@@ -343,7 +343,7 @@ def test_pack_reference_engine_takes_its_profiles_from_the_engine(tmp_path):
     io.write_text(json.dumps(desc))
     p = etrt("pack", io, "-o", tmp_path / "m.pte")
     assert p.returncode == 0, p.stderr
-    assert "profile signature taken from the reference engine (2 profile(s))" in p.stderr
+    assert "profile signature taken from the GPU-free NvInfer engine (2 profile(s))" in p.stderr
     (d,) = validate_program(tmp_path / "m.pte").delegates
     assert d.signature_source == "blob" and d.blob_signature.symbol_ranges("seq_len") == ((1, 1), (2, 128))
     # planned bound below the engine's max: refused
@@ -441,8 +441,8 @@ def test_inspect_report_of_an_upstream_blob_without_signature():
 def test_inspect_report_shows_engine_profiles_that_disagree_with_the_signature():
     from etrt.inspect_pte import format_report, inspect_program
 
-    eng = B.ref_engine("dec", [("ids", "int64", [1, -1])], [("out", "int64", [1, -1])],
-                       [[B.DECODE], [B.prefill(128, 2, 64)]])
+    eng = B.gpufree_engine("dec", [("ids", "int64", [1, -1])], [("out", "int64", [1, -1])],
+                           [[B.DECODE], [B.prefill(128, 2, 64)]])
     sig = Signature.from_bounds({"ids": [B.DECODE, B.prefill(256, 2, 64)]})
     pte = B.single_delegate_program(B.trt_blob([("ids", "int64", [1, -1])], [("out", "int64", [1, -1])], sig, eng),
                                     [("ids", "int64", [1, 256], True)], [("out", "int64", [1, 256], True)])

@@ -22,7 +22,7 @@ import pytest
 import _builders as B
 from etrt import _capi, native
 from etrt.engine_builder import EngineBuildError, EngineBuilder
-from etrt.reference_engine import read_reference_engine
+from etrt.gpufree import read_gpufree_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -327,14 +327,14 @@ def test_the_builder_writes_the_cpp_kv_engine_bytes_flags_and_alias():
     b.causal_attention("qp", "cache_out", "cache_out", "write_at", 0.5, "attn")
     data = b.build()
     assert data == cpp
-    assert read_reference_engine(data).aliases() == {"cache_out": "cache"}
+    assert read_gpufree_engine(data).aliases() == {"cache_out": "cache"}
 
 
 def test_a_rank_one_constant_makes_add_a_bias_add_on_either_side():
     b = EngineBuilder("bias")
     b.add_input("x", "float32", [2, 3]).add_output("y", "float32", [2, 3])
     b.add_constant("b", [3], [1, 2, 3]).add("b", "x", "y")
-    eng = read_reference_engine(b.build())
+    eng = read_gpufree_engine(b.build())
     assert [(op.kind_name, eng.tensor_name(op.a), eng.tensor_name(op.b)) for op in eng.ops] == [("add_bias", "x", "b")]
     assert len(eng.profiles) == 1  # static inputs: one implicit profile
 
@@ -346,7 +346,7 @@ def test_a_rank_one_constant_makes_add_a_bias_add_on_either_side():
      "reads 'nope', which is not a tensor"),
     (lambda b: b.add_input("x", "complex", [2]), "unknown dtype 'complex'"),
     (lambda b: b.add_input("x", "float32", [2]).add_output("y", "float32", [3]).identity("x", "y"),
-     "reference engine"),  # the reader's refusal: the output is declared [3]
+     "GPU-free NvInfer engine"),  # the reader's refusal: the output is declared [3]
     (lambda b: b.add_input("x", "float32", [1, -1]).add_output("y", "float32", [1, -1]).add_profile() + 1 and
      b.set_profile_shape(0, "x", [1, 1], [1, 1], [1, 1]).set_profile_shape(0, "x", [1, 1], [1, 1], [1, 1]),
      "called twice"),

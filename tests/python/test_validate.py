@@ -8,7 +8,7 @@ import pytest
 import _builders as B
 from etrt import blob
 from etrt.pte import PteError, read_pte
-from etrt.reference_engine import ReferenceEngineError, read_reference_engine
+from etrt.gpufree import GpufreeEngineError, read_gpufree_engine
 from etrt.signature import Bounds, Signature
 from etrt.validate import ValidationError, check_program, validate_program
 
@@ -203,7 +203,7 @@ def test_blob_that_lies_about_its_sizes_is_bad_input():
     assert "runs past the end" in e.message and "'forward' delegate 0" in e.message
 
 
-# --- reference engines ---------------------------------------------------------
+# --- GPU-free NvInfer engines ---------------------------------------------------------
 
 REF_IN = [("ids", "int64", [1, -1])]
 REF_OUT = [("out", "int64", [1, -1])]
@@ -211,14 +211,14 @@ REF_PROFILES = [[B.DECODE], [B.prefill(128, 2, 64)]]
 
 
 def _ref_program(signature=None, binding_inputs=None, planned=128, engine=None):
-    eng = engine if engine is not None else B.ref_engine("dec", REF_IN, REF_OUT, REF_PROFILES)
+    eng = engine if engine is not None else B.gpufree_engine("dec", REF_IN, REF_OUT, REF_PROFILES)
     inputs = binding_inputs or REF_IN
     b = B.trt_blob(inputs, REF_OUT, signature, eng)
     return B.single_delegate_program(b, [(inputs[0][0], "int64", [1, planned], True)],
                                      [("out", "int64", [1, planned], True)])
 
 
-def test_reference_engine_profiles_stand_in_for_a_missing_signature():
+def test_gpufree_engine_profiles_stand_in_for_a_missing_signature():
     r = validate_program(_ref_program())
     assert r.ok and B.codes(r)["info"] == []
     d = r.delegates[0]
@@ -228,7 +228,7 @@ def test_reference_engine_profiles_stand_in_for_a_missing_signature():
     assert [e.code for e in bad.errors] == ["exceeds-planned-bounds", "exceeds-planned-output"]
 
 
-def test_signature_agreeing_with_the_reference_engine_passes_and_disagreeing_fails():
+def test_signature_agreeing_with_the_gpufree_engine_passes_and_disagreeing_fails():
     agreeing = Signature.from_bounds({"ids": [B.DECODE, B.prefill(128, 2, 64)]}, {"seq_len": [("ids", 1)]})
     assert validate_program(_ref_program(agreeing)).ok
     lying = Signature.from_bounds({"ids": [B.DECODE, B.prefill(256, 2, 64)]}, {"seq_len": [("ids", 1)]})
@@ -242,7 +242,7 @@ def test_signature_agreeing_with_the_reference_engine_passes_and_disagreeing_fai
     assert "the blob's profile signature declares 3 profiles, but the engine has 2" in e.message
 
 
-def test_blob_bindings_that_do_not_match_the_reference_engine_fail():
+def test_blob_bindings_that_do_not_match_the_gpufree_engine_fail():
     r = validate_program(_ref_program(binding_inputs=[("tokens", "int64", [1, -1])]))
     codes = [e.code for e in r.errors]
     assert codes == ["engine-mismatch"]
@@ -250,8 +250,8 @@ def test_blob_bindings_that_do_not_match_the_reference_engine_fail():
 
 
 def test_an_io_tensor_placed_on_the_host_fails_as_the_runtime_refuses_it():
-    eng = B.ref_engine("dec", REF_IN, REF_OUT, REF_PROFILES, on_host=[REF_OUT[0][0]])
-    assert read_reference_engine(eng).io[1].on_host
+    eng = B.gpufree_engine("dec", REF_IN, REF_OUT, REF_PROFILES, on_host=[REF_OUT[0][0]])
+    assert read_gpufree_engine(eng).io[1].on_host
     r = validate_program(_ref_program(engine=eng))
     (e,) = r.errors
     assert e.code == "engine-mismatch"
@@ -259,15 +259,15 @@ def test_an_io_tensor_placed_on_the_host_fails_as_the_runtime_refuses_it():
 
 
 def test_a_data_dependent_output_fails_as_the_runtime_refuses_it():
-    eng = B.ref_engine("dec", REF_IN, REF_OUT, REF_PROFILES, data_dependent=[REF_OUT[0][0]])
-    assert read_reference_engine(eng).io[1].data_dependent
+    eng = B.gpufree_engine("dec", REF_IN, REF_OUT, REF_PROFILES, data_dependent=[REF_OUT[0][0]])
+    assert read_gpufree_engine(eng).io[1].data_dependent
     (e,) = validate_program(_ref_program(engine=eng)).errors
     assert e.code == "engine-mismatch"
     assert f"output(s) '{REF_OUT[0][0]}' have a data-dependent shape" in e.message
 
 
-def test_damaged_reference_engine_is_bad_input():
-    eng = bytearray(B.ref_engine("dec", REF_IN, REF_OUT, REF_PROFILES))
+def test_damaged_gpufree_engine_is_bad_input():
+    eng = bytearray(B.gpufree_engine("dec", REF_IN, REF_OUT, REF_PROFILES))
     eng[-1] ^= 0xFF
     r = validate_program(_ref_program(engine=bytes(eng)))
     (e,) = r.errors
@@ -276,7 +276,7 @@ def test_damaged_reference_engine_is_bad_input():
 
 def test_python_reader_decodes_an_engine_built_by_the_cpp_builder():
     data = bytes.fromhex(CPP_ENGINE_HEX)
-    eng = read_reference_engine(data)
+    eng = read_gpufree_engine(data)
     assert eng.label == "decoder" and eng.switch_cost_ns == 1234 and eng.requested_device_memory == 4096
     assert [(t.name, t.is_input, t.dtype, t.shape) for t in eng.io] == [
         ("ids", True, "int64", (1, -1)), ("pos", True, "int64", (1, -1)), ("logits", False, "float32", (1, -1, 4))]
@@ -295,9 +295,9 @@ def test_python_reader_decodes_an_engine_built_by_the_cpp_builder():
     (lambda d: d[:20] + b"\x01\x00\x00\x00" + d[24:], "reserved header bytes"),
     (lambda d: b"XXXX" + d[4:], "magic 'ETRF'"),
 ])
-def test_reference_reader_refuses_damaged_engines(mutate, message):
-    with pytest.raises(ReferenceEngineError, match=re.escape(message)):
-        read_reference_engine(mutate(bytes.fromhex(CPP_ENGINE_HEX)))
+def test_gpufree_reader_refuses_damaged_engines(mutate, message):
+    with pytest.raises(GpufreeEngineError, match=re.escape(message)):
+        read_gpufree_engine(mutate(bytes.fromhex(CPP_ENGINE_HEX)))
 
 
 @pytest.mark.parametrize("inputs, profiles, message", [
@@ -308,22 +308,22 @@ def test_reference_reader_refuses_damaged_engines(mutate, message):
     ([], [[], []], "an engine without inputs has one profile"),
     ([("ids", "int64", [1, -1])], [], "no optimization profiles"),
 ])
-def test_reference_reader_checks_the_profile_section(inputs, profiles, message):
-    data = B.ref_engine("bad", inputs, [("out", "int64", [1, -1])], profiles)
-    with pytest.raises(ReferenceEngineError, match=message):
-        read_reference_engine(data)
+def test_gpufree_reader_checks_the_profile_section(inputs, profiles, message):
+    data = B.gpufree_engine("bad", inputs, [("out", "int64", [1, -1])], profiles)
+    with pytest.raises(GpufreeEngineError, match=message):
+        read_gpufree_engine(data)
 
 
-def test_reference_reader_never_reads_past_a_lying_count():
-    from etrt.reference_engine import checksum
+def test_gpufree_reader_never_reads_past_a_lying_count():
+    from etrt.gpufree import checksum
 
     data = bytes.fromhex(CPP_ENGINE_HEX)
     payload = bytearray(data[24:])
     # IO count sits after label (4 + 7), flags (1), switch cost (8), device memory (8)
     payload[28:32] = struct.pack("<I", 0xFFFFFFF0)
     forged = data[:16] + struct.pack("<I", checksum(bytes(payload))) + data[20:24] + bytes(payload)
-    with pytest.raises(ReferenceEngineError, match="IO tensor count"):
-        read_reference_engine(forged)
+    with pytest.raises(GpufreeEngineError, match="IO tensor count"):
+        read_gpufree_engine(forged)
 
 
 # --- sources and entry points -------------------------------------------------
@@ -476,10 +476,10 @@ def test_interleaved_bindings_check_dtypes_and_bounds_by_argument():
     assert e.code == "exceeds-planned-bounds" and "input 'x' (value 0" in e.message
 
 
-def test_empty_io_bindings_take_the_reference_engines_io_in_the_runtimes_order():
+def test_empty_io_bindings_take_the_gpufree_engines_io_in_the_runtimes_order():
     inputs = [("input_1", "float32", [4]), ("input_0", "float32", [4])]
     outputs = [("output_0", "float32", [4]), ("output_1", "float32", [4])]
-    eng = B.ref_engine("e", inputs, outputs, [[([4],) * 3, ([4],) * 3]])
+    eng = B.gpufree_engine("e", inputs, outputs, [[([4],) * 3, ([4],) * 3]])
     data = B.trt_blob([], [], None, eng, bindings=[])
 
     def build(m, n_args=4):
@@ -516,7 +516,8 @@ KV_PROFILES = [[([1, 8, 4],) * 3, ([1, 1, 4], [1, 1, 4], [1, 8, 4]), ([1],) * 3]
 
 def _kv_program(aliased_io, engine=None, outputs=KV_OUT, pass_outputs=("cache_out", "echo"), budget_specs=()):
     if engine is None:
-        engine = B.ref_engine("kv", KV_IN, outputs, KV_PROFILES, kv_updates={"cache_out": ("cache", "update", "at")})
+        engine = B.gpufree_engine("kv", KV_IN, outputs, KV_PROFILES,
+                                  kv_updates={"cache_out": ("cache", "update", "at")})
     data = B.trt_blob(KV_IN, outputs, None, engine, aliased_io=aliased_io)
 
     def build(m):
@@ -577,8 +578,8 @@ def test_kv_cache_update_alias_the_engine_does_not_have_is_an_error():
 
 def test_kv_cache_update_alias_naming_another_input_is_an_error_naming_both():
     inputs = KV_IN + [("cache2", "float32", [1, 8, 4])]
-    engine = B.ref_engine("kv", inputs, KV_OUT, [KV_PROFILES[0] + [([1, 8, 4],) * 3]],
-                          kv_updates={"cache_out": ("cache2", "update", "at")})
+    engine = B.gpufree_engine("kv", inputs, KV_OUT, [KV_PROFILES[0] + [([1, 8, 4],) * 3]],
+                              kv_updates={"cache_out": ("cache2", "update", "at")})
     data = B.trt_blob(inputs, KV_OUT, None, engine, aliased_io=[("cache_out", "cache", "kv_cache_update")])
     r = validate_program(B.single_delegate_program(
         data, [(n, d, [8 if x < 0 else x for x in s], -1 in s) for n, d, s in inputs],
@@ -680,8 +681,8 @@ def test_a_second_weight_streaming_budget_is_an_error():
 def test_a_budget_for_an_engine_without_streamable_weights_is_noted():
     r = validate_program(_kv_program([], budget_specs=[("weight_streaming_budget", b"4096")]))
     assert r.ok and "weight-streaming-ignored" in B.codes(r)["info"]
-    engine = B.ref_engine("kv", KV_IN, KV_OUT, KV_PROFILES, kv_updates={"cache_out": ("cache", "update", "at")},
-                          streamable_weights=True)
+    engine = B.gpufree_engine("kv", KV_IN, KV_OUT, KV_PROFILES, kv_updates={"cache_out": ("cache", "update", "at")},
+                              streamable_weights=True)
     r = validate_program(_kv_program([], engine=engine, budget_specs=[("weight_streaming_budget", b"4096")]))
     assert r.ok and "weight-streaming-ignored" not in B.codes(r)["info"]
 
@@ -776,8 +777,8 @@ def _grow_program(out_sizes, out_dynamic=True, engine=None):
     return B.single_delegate_program(b, [("ids", "int64", [1, 128], True)], [("h", "float32", out_sizes, out_dynamic)])
 
 
-def test_the_reference_engine_computes_each_profiles_output_shapes():
-    eng = read_reference_engine(_grow_engine())
+def test_the_gpufree_engine_computes_each_profiles_output_shapes():
+    eng = read_gpufree_engine(_grow_engine())
     assert eng.output_shapes(0) == {"h": (1, 1, 8)}
     assert eng.output_shapes(1, "min") == {"h": (1, 2, 8)} and eng.output_shapes(1) == {"h": (1, 128, 8)}
 
@@ -839,7 +840,7 @@ def test_a_signature_above_the_profile_limit_is_refused_by_the_exporter():
 
 def _one_io_program(**engine_options) -> bytes:
     io_in, io_out = [("x", "float32", [4])], [("y", "float32", [4])]
-    eng = B.ref_engine("dev", io_in, io_out, [[([4], [4], [4])]], **engine_options)
+    eng = B.gpufree_engine("dev", io_in, io_out, [[([4], [4], [4])]], **engine_options)
     return B.single_delegate_program(B.trt_blob(io_in, io_out, None, eng), [("x", "float32", [4], False)],
                                      [("y", "float32", [4], False)])
 
@@ -896,8 +897,8 @@ def test_a_cuda_mode_engine_does_not_warn_on_a_cuda_build_and_checks_its_scratch
     r = validate_program(_one_io_program(cuda_mode=True))
     assert "needs-cuda-build" not in B.codes(r, build=True)["warning"]
     assert "scratch-exceeds-device" not in B.codes(r)["warning"]  # the engine needs no scratch
-    eng = read_reference_engine(B.ref_engine("dev", [("x", "float32", [4])], [("y", "float32", [4])],
-                                             [[([4], [4], [4])]], cuda_mode=True))
+    eng = read_gpufree_engine(B.gpufree_engine("dev", [("x", "float32", [4])], [("y", "float32", [4])],
+                                               [[([4], [4], [4])]], cuda_mode=True))
     assert eng.cuda_mode and eng.device_memory_size == 0
 
 
@@ -907,12 +908,12 @@ def test_an_engine_whose_scratch_exceeds_the_device_warns(monkeypatch):
     monkeypatch.setattr(_reader, "build_has_cuda", lambda: True)
     monkeypatch.setattr(_reader, "device_memory", lambda device: 100)
     io_in, io_out = [("x", "float32", [64])], [("y", "float32", [64])]
-    eng = B.ref_engine("dev", io_in, io_out, [[([64], [64], [64])]], cuda_mode=True)
+    eng = B.gpufree_engine("dev", io_in, io_out, [[([64], [64], [64])]], cuda_mode=True)
     # Ask for 4 KiB of scratch through the header's requested device memory (payload offset: label, flags, cost).
     label_len = 4 + len("dev")
     payload = bytearray(eng[24:])
     struct.pack_into("<Q", payload, label_len + 1 + 8, 4096)
-    from etrt.reference_engine.format import checksum
+    from etrt.gpufree.format import checksum
     eng = eng[:16] + struct.pack("<I", checksum(bytes(payload))) + eng[20:24] + bytes(payload)
     pte = B.single_delegate_program(B.trt_blob(io_in, io_out, None, eng), [("x", "float32", [64], False)],
                                     [("y", "float32", [64], False)])

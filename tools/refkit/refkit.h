@@ -1,5 +1,5 @@
 #pragma once
-// Packaging helpers for reference engines: wrap serialized engine bytes into a
+// Packaging helpers for GPU-free NvInfer engines: wrap serialized engine bytes into a
 // TR01 blob whose IO bindings and profile signature are read back from the
 // engine itself, exactly as an exporter would describe a TensorRT plan. Used
 // by the test fixtures, the demo and the benchmarks to produce .pte inputs.
@@ -13,7 +13,7 @@
 
 namespace etrt::refkit {
 
-// A TR01 blob around `engine_bytes` (a reference engine). IO bindings list the
+// A TR01 blob around `engine_bytes` (a GPU-free NvInfer engine). IO bindings list the
 // engine's inputs, then its outputs, with dtype and declared shape; with
 // `with_signature`, the blob also carries the canonical profile signature.
 // Empty with the reason in `error` when the bytes are not a valid engine.

@@ -1,5 +1,5 @@
 #pragma once
-// Builds reference engines: declare IO tensors, optimization profiles,
+// Builds GPU-free NvInfer engines: declare IO tensors, optimization profiles,
 // constants and ops, then build() validates the graph and writes the
 // serialized engine -- bytes that go wherever a TensorRT plan would (a .pte's
 // TensorRT blob, IRuntime::deserializeCudaEngine).

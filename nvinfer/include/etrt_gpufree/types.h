@@ -19,7 +19,7 @@ namespace etrt::gpufree {
 using StreamHandle = void*;
 
 // Element types. Their values, 0 to 7 in this order, are the engine format's dtype codes (format.h;
-// python/etrt/reference_engine mirrors them): append, never reorder.
+// python/etrt/gpufree mirrors them): append, never reorder.
 enum class DataType : uint8_t { kFloat32, kFloat16, kBFloat16, kInt8, kUInt8, kInt32, kInt64, kBool };
 
 namespace types_detail {

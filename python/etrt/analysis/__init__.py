@@ -4,7 +4,7 @@ that :mod:`etrt.validate` checks and :mod:`etrt.inspect_pte` reports.
 :func:`load_program` reads a source (a ``.pte`` path or bytes, an object with
 a ``.buffer``, a :func:`etrt.pte.read_pte` dict); :func:`analyze_pte` decodes
 every delegate of it (:class:`DelegateInfo`: where it sits, its blob header
-and metadata, signature, reference engine, and the tensors each call passes);
+and metadata, signature, GPU-free NvInfer engine, and the tensors each call passes);
 :func:`lowered_modules` and :func:`decode_blob` do the same for lowered
 delegates before serialization. :func:`describe_aliases` resolves a
 delegate's in-place aliases as the runtime does at load.

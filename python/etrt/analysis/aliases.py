@@ -87,7 +87,7 @@ def describe_aliases(d: "DelegateInfo") -> List[AliasView]:
             # The first alias the engine declares that neither the blob lists nor the runtime resolved: the one the
             # runtime refused.
             done = {a.output for a in md.aliased_io} | {a["output"] for a in r["aliases"]}
-            eng = d.reference_engine
+            eng = d.gpufree_engine
             pending = [(o, i) for o, i in (eng.aliases().items() if eng is not None else []) if o not in done]
             out, inp = pending[0] if pending else ("", "")
             views.append(AliasView(out, inp, _blob.ALIAS_KIND_KV_CACHE_UPDATE, None, "refused",

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import blob as _blob
-from ..reference_engine import ReferenceEngine
+from ..gpufree import GpufreeEngine
 from ..signature import Signature, SignatureError
 
 #: The backend id of TensorRT delegates (Torch-TensorRT's and etrt's).
@@ -80,15 +80,15 @@ class DelegateInfo:
     metadata: Optional[_blob.Metadata] = None
     engine: Optional[bytes] = field(default=None, repr=False)
     blob_error: Optional[str] = None
-    reference_engine: Optional[ReferenceEngine] = None
+    gpufree_engine: Optional[GpufreeEngine] = None
     engine_error: Optional[str] = None
-    #: the runtime's resolution of the blob against a GPU-free engine (``etrt_delegate_resolve``: arguments, aliases,
-    #: states, and the load's first refusal), or None (an opaque TensorRT plan, an unreadable engine)
+    #: the runtime's resolution of the blob against a GPU-free NvInfer engine (``etrt_delegate_resolve``: arguments,
+    #: aliases, states, and the load's first refusal), or None (an opaque TensorRT plan, an unreadable engine)
     resolution: Optional[Dict[str, Any]] = field(default=None, repr=False)
     #: the signature the blob carries (None when absent or unusable)
     blob_signature: Optional[Signature] = None
     signature_error: Optional[str] = None
-    # Computed once: the reference engine's profiles as a signature, and the tensor the first call binds to each
+    # Computed once: the GPU-free NvInfer engine's profiles as a signature, and the tensor the first call binds to each
     # binding (validation looks both up per binding; recomputing them made it quadratic).
     _engine_signature: Any = field(default=None, repr=False, compare=False)
     _bound: Optional[Dict[str, Optional[TensorArg]]] = field(default=None, repr=False, compare=False)
@@ -100,23 +100,23 @@ class DelegateInfo:
 
     @property
     def readable(self) -> bool:
-        """A TensorRT delegate whose blob (and reference engine, if it is one) decoded."""
+        """A TensorRT delegate whose blob (and GPU-free NvInfer engine, if it is one) decoded."""
         return self.is_tensorrt and self.metadata is not None and self.engine_error is None
 
     @property
     def signature(self) -> Optional[Signature]:
-        """The blob's signature, else the one read from a reference engine."""
+        """The blob's signature, else the one read from a GPU-free NvInfer engine."""
         if self.blob_signature is not None:
             return self.blob_signature
         return self.engine_signature()
 
     def engine_signature(self) -> Optional[Signature]:
-        """The reference engine's own profiles as a signature (computed once), or None."""
-        if self.reference_engine is None:
+        """The GPU-free NvInfer engine's own profiles as a signature (computed once), or None."""
+        if self.gpufree_engine is None:
             return None
         if self._engine_signature is None:
             try:
-                self._engine_signature = self.reference_engine.to_signature()
+                self._engine_signature = self.gpufree_engine.to_signature()
             except SignatureError:
                 self._engine_signature = False
         return self._engine_signature or None
@@ -138,14 +138,14 @@ class DelegateInfo:
     def engine_kind(self) -> Optional[str]:
         if self.engine is None:
             return None
-        if self.reference_engine is not None or self.engine_error is not None:
+        if self.gpufree_engine is not None or self.engine_error is not None:
             return "reference"
         return "tensorrt"
 
     def arguments(self) -> Optional[List[_blob.IoBinding]]:
         """The engine IO tensors in the delegate's argument order, as the
         runtime binds them: the blob's input bindings in listed order, then its
-        outputs (they may interleave in ``io_bindings``). With a GPU-free engine,
+        outputs (they may interleave in ``io_bindings``). With a GPU-free NvInfer engine,
         the runtime's own binding (:attr:`resolution`: the engine's dtypes and
         shapes; a blob with empty ``io_bindings`` takes the engine's IO); None for
         an opaque TensorRT plan without ``io_bindings``."""
@@ -165,7 +165,7 @@ class DelegateInfo:
 
     @property
     def bound_by_runtime(self) -> bool:
-        """Whether :meth:`arguments` are the runtime's own binding of the blob to a GPU-free engine (with the
+        """Whether :meth:`arguments` are the runtime's own binding of the blob to a GPU-free NvInfer engine (with the
         engine's dtypes and shapes), rather than the blob's io_bindings."""
         r = self.resolution
         return r is not None and (r["refusal"] is None or r["refusal"]["rule"] not in ("engine", "io"))
@@ -175,7 +175,7 @@ class DelegateInfo:
 
     def aliased_outputs(self) -> List[str]:
         """The outputs the runtime writes in place into an input: those the
-        blob's ``aliased_io`` lists, plus, with a GPU-free engine, the engine's
+        blob's ``aliased_io`` lists, plus, with a GPU-free NvInfer engine, the engine's
         own kv_cache_update aliases (the runtime applies those too)."""
         if self.metadata is None:
             return []

@@ -9,7 +9,7 @@ import struct
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .. import blob as _blob
-from ..reference_engine import try_read_reference_engine
+from ..gpufree import try_read_gpufree_engine
 from ..signature import Signature, SignatureError
 from .delegates import DelegateCall, DelegateInfo, DelegateRef, TensorArg
 
@@ -92,8 +92,8 @@ def lowered_modules(source: Any) -> Optional[List[Tuple[str, str, bytes]]]:
 
 def decode_blob(d: DelegateInfo) -> None:
     """Fills in what a TensorRT delegate's blob holds (header, metadata,
-    engine, signature, reference engine, and the runtime's resolution of the
-    blob against a reference engine) or why it cannot be read."""
+    engine, signature, GPU-free NvInfer engine, and the runtime's resolution of the
+    blob against a GPU-free NvInfer engine) or why it cannot be read."""
     if not d.is_tensorrt:
         return
     data = d.data
@@ -111,8 +111,8 @@ def decode_blob(d: DelegateInfo) -> None:
             d.blob_signature = Signature.from_blob(d.metadata.profile_signature)
         except SignatureError as e:
             d.signature_error = str(e)
-    d.reference_engine, d.engine_error = try_read_reference_engine(d.engine)
-    if d.reference_engine is not None:
+    d.gpufree_engine, d.engine_error = try_read_gpufree_engine(d.engine)
+    if d.gpufree_engine is not None:
         from .. import _reader
 
         try:
@@ -123,7 +123,7 @@ def decode_blob(d: DelegateInfo) -> None:
 
 def analyze_pte(pte: Mapping[str, Any]) -> List[DelegateInfo]:
     """Decodes every delegate of a :func:`etrt.pte.read_pte` result: blob
-    header and metadata, signature, reference engine, and the tensors each
+    header and metadata, signature, GPU-free NvInfer engine, and the tensors each
     delegate call passes."""
     program = pte["program"]
     plans = program.get("execution_plan") or []

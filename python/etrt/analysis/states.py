@@ -12,9 +12,9 @@ from .delegates import DelegateInfo
 def describe_states(d: "DelegateInfo") -> List[Dict[str, Any]]:
     """One dict per ``delegate_state`` entry: its name, input and output, whether the new value is written in place
     (the output is aliased to the input: no copy per call) or copied back, its shape, dtype and bytes as the runtime
-    resolved them against a GPU-free engine (the io_bindings' declared ones, unchecked, for an opaque TensorRT plan),
-    the named-data key of its initial value ("" = zeros), and ``problem``: the runtime's refusal of it at load, or
-    None."""
+    resolved them against a GPU-free NvInfer engine (the io_bindings' declared ones, unchecked, for an opaque TensorRT
+    plan), the named-data key of its initial value ("" = zeros), and ``problem``: the runtime's refusal of it at load,
+    or None."""
     md, r = d.metadata, d.resolution
     if md is None or not md.delegate_state:
         return []

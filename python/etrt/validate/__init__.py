@@ -13,7 +13,7 @@ numbers involved):
 * errors
 
   - ``corrupt-blob`` / ``corrupt-engine`` / ``corrupt-program``: a TensorRT
-    blob, reference engine or delegate call that cannot be read, or that the
+    blob, GPU-free NvInfer engine or delegate call that cannot be read, or that the
     runtime refuses at load (the readers refuse exactly what the C++ readers
     refuse, limits included: docs/limits.md);
   - ``profile-count-mismatch``: multi-profile delegates with different
@@ -31,7 +31,7 @@ numbers involved):
   - ``alias-unknown-kind``, ``alias-unknown-tensor``, ``alias-engine-mismatch``,
     ``alias-shape-mismatch``, ``alias-conflict``, ``state-refused``,
     ``signature-engine-mismatch``, ``engine-mismatch``: the runtime's own
-    resolution of the blob against a reference engine
+    resolution of the blob against a GPU-free NvInfer engine
     (``etrt_delegate_resolve``: the loader's code and message) refuses it, as
     the load would (see :func:`describe_aliases`);
   - ``bad-compile-spec``: a ``weight_streaming_budget`` compile spec that is
@@ -44,7 +44,7 @@ numbers involved):
   - ``runtime-refuses-program``: a program ExecuTorch 1.5.1's runtime refuses
     to load (constants in the deprecated ``constant_buffer``);
   - ``exceeds-planned-output``, ``output-rank-mismatch``: what some profile
-    of a reference engine produces does not fit the output tensor ExecuTorch
+    of a GPU-free NvInfer engine produces does not fit the output tensor ExecuTorch
     planned (computed by the engine's shape inference, every op kind);
 
 * warnings
@@ -54,12 +54,12 @@ numbers involved):
   - ``unlinked-regimes``: multi-profile delegates nothing links (no shared
     symbol, no shared input), so equal counts are all that is known;
   - ``rank-differs``, ``static-input-unreachable``, ``static-output-mismatch``;
-  - ``needs-cuda-build``: a CUDA-mode reference engine or a TensorRT plan, on
+  - ``needs-cuda-build``: a CUDA-mode GPU-free NvInfer engine or a TensorRT plan, on
     a libetrt built without CUDA, which refuses it at load;
     ``scratch-exceeds-device``;
 
 * infos: ``output-capacity-unchecked`` (an opaque TensorRT plan: what its
-  profiles produce cannot be computed), ``unverifiable`` (no signature, not a reference engine),
+  profiles produce cannot be computed), ``unverifiable`` (no signature, not a GPU-free NvInfer engine),
   ``static-single-profile``, ``foreign-backend``, ``never-called``,
   ``no-tensorrt-delegates``, ``planned-bounds-unchecked``,
   ``bindings-from-engine`` (empty ``io_bindings``, opaque engine),
@@ -86,7 +86,7 @@ Modules:
 * :mod:`etrt.validate.checker` -- the checker, which runs the checks below;
 * :mod:`etrt.validate.program_checks` -- the program's constants;
 * :mod:`etrt.validate.delegate_checks` -- each delegate: blob, signature,
-  aliases, compile specs, reference engine;
+  aliases, compile specs, GPU-free NvInfer engine;
 * :mod:`etrt.validate.call_checks` -- each delegate call: arguments, planned
   bounds and outputs;
 * :mod:`etrt.validate.cross_checks` -- the delegates of a method together: regimes.

@@ -1,6 +1,6 @@
 """Per-call checks: the tensors a delegate call passes against the blob's
 bindings (count, dtype), the profiles' bounds against the planned input
-bounds, and what a reference engine's profiles produce against the planned
+bounds, and what a GPU-free NvInfer engine's profiles produce against the planned
 outputs."""
 
 from __future__ import annotations
@@ -127,13 +127,13 @@ class _CallChecks:
                       pairs: List[Tuple[_blob.IoBinding, Optional[TensorArg]]]) -> None:
         """What each profile can make each output, against the capacity ExecuTorch planned for it.
 
-        Only a reference engine can be evaluated here: its shape inference
+        Only a GPU-free NvInfer engine can be evaluated here: its shape inference
         (every op kind, 1 to 8) gives each output's shape at every profile's
         min and max input shapes; outputs only grow with their inputs, so the
         max is the largest. An opaque TensorRT plan cannot be evaluated, and
         the finding says so (the runtime then refuses an oversized output at
         execute)."""
-        eng = d.reference_engine
+        eng = d.gpufree_engine
         outputs = [(b, arg) for b, arg in pairs if not b.is_input and arg is not None]
         if eng is None:
             if outputs and d.engine_kind == "tensorrt":

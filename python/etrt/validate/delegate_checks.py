@@ -1,5 +1,5 @@
 """Per-delegate checks: the blob, its signature, its aliases, its compile
-specs, and the blob against a reference engine."""
+specs, and the blob against a GPU-free NvInfer engine."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ class _DelegateChecks:
         self.check_aliases(d)
         self.check_compile_specs(d)
         self.check_machine(d)
-        if d.reference_engine is not None:
+        if d.gpufree_engine is not None:
             self.check_engine(d)
         elif sig is None:
             dyn = [b.name for b in d.input_bindings() if -1 in b.shape]
@@ -66,11 +66,11 @@ class _DelegateChecks:
 
     def check_machine(self, d: DelegateInfo) -> None:
         """What the engine needs of the build and the machine that validates it: a CUDA build for a CUDA-mode
-        GPU-free engine or a TensorRT plan (unless the program is declared for a CUDA runtime), and a device with room
-        for its scratch."""
+        GPU-free NvInfer engine or a TensorRT plan (unless the program is declared for a CUDA runtime), and a device
+        with room for its scratch."""
         from .. import _reader
 
-        eng, label = d.reference_engine, d.ref.label
+        eng, label = d.gpufree_engine, d.ref.label
         # runtime="cuda": the program is declared for a CUDA build of etrt, so what this build cannot load is moot.
         here = self.runtime != "cuda" and not _reader.build_has_cuda()
         if eng is not None and eng.cuda_mode and here:
@@ -122,17 +122,17 @@ class _DelegateChecks:
                      "count; the runtime refuses the delegate at load (InvalidProgram). The value must be one or "
                      f"more ASCII decimal digits (no sign, space, NUL or decimal point), at most {MAX_BYTE_COUNT} "
                      "bytes: re-export with a valid budget, e.g. '1073741824' for 1 GiB", d)
-        elif d.reference_engine is not None and not d.reference_engine.streamable_weights:
+        elif d.gpufree_engine is not None and not d.gpufree_engine.streamable_weights:
             self.add(INFO, "weight-streaming-ignored",
                      f"{d.ref.label}: its weight_streaming_budget of {n} bytes is ignored at load: the engine has no "
                      "streamable weights (it was not built with weight streaming), so all its weights stay on the "
                      "device", d)
 
     def check_engine(self, d: DelegateInfo) -> None:
-        """A reference engine can be read here: the runtime's own resolution of the blob against it
+        """A GPU-free NvInfer engine can be read here: the runtime's own resolution of the blob against it
         (``etrt_delegate_resolve``: the bindings, the profile signature, the delegate-owned states; the aliases are
         :meth:`check_aliases`'), and the outputs whose shape the engine cannot infer before running."""
-        label, eng, r = d.ref.label, d.reference_engine, d.resolution
+        label, eng, r = d.ref.label, d.gpufree_engine, d.resolution
         assert eng is not None
         refusal = r["refusal"] if r is not None else None
         if refusal is not None and refusal["rule"] not in ALIAS_RULES:
@@ -146,8 +146,8 @@ class _DelegateChecks:
                          f"{label}: the runtime refuses its delegate_state at load: {message}", d)
             else:
                 self.add(ERROR, "engine-mismatch",
-                         f"{label}: the blob and its reference engine do not belong together, so the runtime refuses "
-                         f"it at load: {message}", d)
+                         f"{label}: the blob and its GPU-free NvInfer engine do not belong together, so the runtime "
+                         f"refuses it at load: {message}", d)
         dependent = [t.name for t in eng.io if not t.is_input and t.data_dependent]
         if dependent:
             self.add(ERROR, "engine-mismatch",

@@ -1,4 +1,4 @@
-"""Generates the shared engine-format test vectors (the GPU-free engine, magic
+"""Generates the shared engine-format test vectors (the GPU-free NvInfer engine, magic
 ETRF, nvinfer/src/format.h).
 
     .venv/bin/python tests/vectors/engine/make_vectors.py [OUT_DIR]
@@ -8,8 +8,8 @@ a reader must decode from them: every field, the ops, and the scratch size
 getDeviceMemorySizeV2() reports). Under invalid/ it writes engines the runtime
 refuses and invalid.json, which gives for each the complete message of the one
 reader, the GPU-free NvInfer's deserializer: tests/engine/format_test.cpp runs
-every vector through deserialize_model, and tests/python/test_reference_engine.py
-through libetrt (etrt.reference_engine.read_reference_engine, which calls
+every vector through deserialize_model, and tests/python/test_gpufree.py
+through libetrt (etrt.gpufree.read_gpufree_engine, which calls
 etrt_engine_describe). The messages are recorded from that reader, each checked
 here to contain the fragment that names the rule the case breaks, so a change
 of wording shows in the diff. The pytest reruns this script and fails if the
@@ -26,7 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2] / "python"))
 
-from etrt.reference_engine import ReferenceEngineError, checksum, read_reference_engine  # noqa: E402
+from etrt.gpufree import GpufreeEngineError, checksum, read_gpufree_engine  # noqa: E402
 
 F32, F16, BF16, I8, U8, I32, I64, BOOL = range(8)
 EMBEDDING, ADD, ADD_BIAS, SCALE, MATMUL, IDENTITY, KV_CACHE_UPDATE, CAUSAL_ATTENTION = range(1, 9)
@@ -171,7 +171,7 @@ VALID = {
 
 def describe(data: bytes) -> dict:
     """What a reader must decode from ``data``, as JSON."""
-    e = read_reference_engine(data)
+    e = read_gpufree_engine(data)
     return {
         "label": e.label, "tracing": e.tracing, "cuda_mode": e.cuda_mode, "streamable_weights": e.streamable_weights,
         "switch_cost_ns": e.switch_cost_ns, "requested_device_memory": e.requested_device_memory,
@@ -469,8 +469,8 @@ def write_all(out_dir: Path) -> None:
     manifest = []
     for name, (data, fragment) in invalid_cases().items():
         try:
-            read_reference_engine(data)
-        except ReferenceEngineError as e:
+            read_gpufree_engine(data)
+        except GpufreeEngineError as e:
             message = str(e)
         else:
             raise SystemExit(f"make_vectors: invalid case {name} reads as a valid engine")

@@ -1,6 +1,6 @@
-"""The reference engine format's facts: magic, version, header size,
+"""The GPU-free NvInfer engine format's facts: magic, version, header size,
 flags, dtypes, op kinds and the limits of ``nvinfer/src/model.h``;
-:class:`ReferenceEngineError`; the checksum; and how names and shapes are
+:class:`GpufreeEngineError`; the checksum; and how names and shapes are
 quoted in messages (as the C++ readers quote them)."""
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ _U64_MAX = 2**64 - 1
 Shape = Tuple[int, ...]
 
 
-class ReferenceEngineError(ValueError):
-    """The bytes start like a reference engine but the runtime would refuse them."""
+class GpufreeEngineError(ValueError):
+    """The bytes start like a GPU-free NvInfer engine but the runtime would refuse them."""
 
 
 def checksum(data: bytes) -> int:
@@ -68,8 +68,8 @@ def checksum(data: bytes) -> int:
     return h
 
 
-def is_reference_engine(data: bytes) -> bool:
-    """True when ``data`` starts with the reference engine's magic (says nothing about the rest)."""
+def is_gpufree_engine(data: bytes) -> bool:
+    """True when ``data`` starts with the GPU-free NvInfer's magic (says nothing about the rest)."""
     return bytes(data[:4]) == MAGIC
 
 

@@ -1,4 +1,4 @@
-// The reference engine's CUDA mode, engine-level: the same model computes the
+// The GPU-free NvInfer's CUDA mode, engine-level: the same model computes the
 // same values as in host mode, with kernels on the given stream over device
 // memory; the trace and the contract's refusals read the same in both modes;
 // and the checks only device memory needs (host pointers, another device,
@@ -12,7 +12,7 @@
 
 #include "format.h"
 #include "gpu_test_util.h"
-#include "reference_fixtures.h"
+#include "gpufree_fixtures.h"
 
 namespace etrt::gpufree::testing {
 namespace {
@@ -54,7 +54,7 @@ Error run_on_device(ExecutionContext& context, DeviceIo& io, const std::vector<i
   return error;
 }
 
-class ReferenceCuda : public ::testing::Test {
+class GpufreeCuda : public ::testing::Test {
  protected:
   void SetUp() override {
     label_ = test_label();
@@ -87,12 +87,12 @@ class ReferenceCuda : public ::testing::Test {
   DeviceIo io_;
 };
 
-TEST_F(ReferenceCuda, ACudaModeEngineSaysItRunsInDeviceMemory) {
+TEST_F(GpufreeCuda, ACudaModeEngineSaysItRunsInDeviceMemory) {
   EXPECT_EQ(engine_->memory_kind(), engine::MemoryKind::kDevice);
   EXPECT_EQ(load_llm(label_ + ".host")->memory_kind(), engine::MemoryKind::kHost);
 }
 
-TEST_F(ReferenceCuda, ItComputesWhatTheHostModeComputesOnTheGivenStream) {
+TEST_F(GpufreeCuda, ItComputesWhatTheHostModeComputesOnTheGivenStream) {
   const std::vector<int64_t> ids = {0, 5, 2, 3};
   ASSERT_EQ(context_->set_optimization_profile(kPrefill, stream_.get(), why_), Error::Ok) << why_.c_str();
   spin(stream_, 20);  // the enqueue's kernels queue behind this: they run on the stream, not now
@@ -106,7 +106,7 @@ TEST_F(ReferenceCuda, ItComputesWhatTheHostModeComputesOnTheGivenStream) {
   EXPECT_EQ(enqueues[0].profile, kPrefill);
 }
 
-TEST_F(ReferenceCuda, EveryOpMatchesTheHostMode) {
+TEST_F(GpufreeCuda, EveryOpMatchesTheHostMode) {
   // add of two tensors, add of a bias, scale, identity, matmul: one engine per mode, same inputs.
   auto build = [](const std::string& label, MemoryKind kind) {
     Builder b(label);
@@ -163,7 +163,7 @@ TEST_F(ReferenceCuda, EveryOpMatchesTheHostMode) {
 
 // As TensorRT's gather does (seen on 8.6, tests/contract) and host mode does: an id outside the table gathers a zero
 // row, so both out-of-range ids give the model's output for a zero embedding, finite and equal.
-TEST_F(ReferenceCuda, AnIdOutsideTheVocabularyGathersAZeroRowInsteadOfFailingTheEnqueue) {
+TEST_F(GpufreeCuda, AnIdOutsideTheVocabularyGathersAZeroRowInsteadOfFailingTheEnqueue) {
   const std::vector<int64_t> ids = {1, 99, -5};
   ASSERT_EQ(context_->set_optimization_profile(kPrefill, stream_.get(), why_), Error::Ok) << why_.c_str();
   ASSERT_EQ(run_on_device(*context_, io_, ids, stream_, why_), Error::Ok) << why_.c_str();
@@ -176,7 +176,7 @@ TEST_F(ReferenceCuda, AnIdOutsideTheVocabularyGathersAZeroRowInsteadOfFailingThe
   }
 }
 
-TEST_F(ReferenceCuda, HostMemoryBoundToACudaModeEngineIsRefusedAtEnqueue) {
+TEST_F(GpufreeCuda, HostMemoryBoundToACudaModeEngineIsRefusedAtEnqueue) {
   AlignedVector<int64_t> ids = {1};  // aligned, so it is the enqueue that refuses host memory
   AlignedVector<float> logits(kLogits);
   ASSERT_EQ(context_->set_input_shape(0, make_shape({1, 1}), why_), Error::Ok) << why_.c_str();
@@ -193,7 +193,7 @@ TEST_F(ReferenceCuda, HostMemoryBoundToACudaModeEngineIsRefusedAtEnqueue) {
 
 // TensorRT's rule "switch and enqueue share a stream (or are synchronized)" cannot be checked on the host once an
 // enqueue's stream may wait for the switch's on the device; in CUDA mode the device checks it.
-TEST_F(ReferenceCuda, AnEnqueueOnAnotherStreamOrderedAfterTheSwitchIsAccepted) {
+TEST_F(GpufreeCuda, AnEnqueueOnAnotherStreamOrderedAfterTheSwitchIsAccepted) {
   Stream other;
   cudaEvent_t switched = nullptr;
   ETRT_CUDA_OK(cudaEventCreateWithFlags(&switched, cudaEventDisableTiming));
@@ -212,7 +212,7 @@ TEST_F(ReferenceCuda, AnEnqueueOnAnotherStreamOrderedAfterTheSwitchIsAccepted) {
   ETRT_CUDA_OK(cudaEventDestroy(switched));
 }
 
-TEST_F(ReferenceCuda, AnEnqueueOnAnotherStreamNotOrderedAfterTheSwitchIsCaughtOnTheDevice) {
+TEST_F(GpufreeCuda, AnEnqueueOnAnotherStreamNotOrderedAfterTheSwitchIsCaughtOnTheDevice) {
   Stream other;
   spin(stream_, 200);
   // Queued behind the spin.
@@ -227,7 +227,7 @@ TEST_F(ReferenceCuda, AnEnqueueOnAnotherStreamNotOrderedAfterTheSwitchIsCaughtOn
   ETRT_CUDA_OK(cudaStreamSynchronize(other));
 }
 
-TEST_F(ReferenceCuda, DestroyingAContextWithWorkStillRunningIsRecordedAndWaitedFor) {
+TEST_F(GpufreeCuda, DestroyingAContextWithWorkStillRunningIsRecordedAndWaitedFor) {
   const std::vector<int64_t> ids = {3};
   spin(stream_, 200);
   ASSERT_EQ(run_on_device(*context_, io_, ids, stream_, why_), Error::Ok) << why_.c_str();
@@ -241,7 +241,7 @@ TEST_F(ReferenceCuda, DestroyingAContextWithWorkStillRunningIsRecordedAndWaitedF
   EXPECT_EQ(download<float>(io_.logits.data(), kLogits), expected(ids));
 }
 
-TEST_F(ReferenceCuda, UserManagedDeviceScratchIsAcceptedAndTooLittleIsRefusedAsInHostMode) {
+TEST_F(GpufreeCuda, UserManagedDeviceScratchIsAcceptedAndTooLittleIsRefusedAsInHostMode) {
   auto shared = new_context(*engine_, {/*user_managed_memory=*/true});
   ASSERT_NE(shared, nullptr);
   ASSERT_GT(engine_->device_memory_size(), 0u);
@@ -262,7 +262,7 @@ TEST_F(ReferenceCuda, UserManagedDeviceScratchIsAcceptedAndTooLittleIsRefusedAsI
 
 // The same calls, refused ones included, on a host-mode and a CUDA-mode engine: the trace records the same
 // events with the same outcomes and the same words (the label aside).
-TEST_F(ReferenceCuda, TheTraceOfTheSameCallsIsTheSameInBothModes) {
+TEST_F(GpufreeCuda, TheTraceOfTheSameCallsIsTheSameInBothModes) {
   auto sequence = [](const std::string& label, MemoryKind kind, void* ids, void* logits, StreamHandle stream) {
     clear_trace(label);
     Builder b = llm_builder(label);
@@ -309,15 +309,15 @@ TEST_F(ReferenceCuda, TheTraceOfTheSameCallsIsTheSameInBothModes) {
             std::vector<float>(host_logits.begin(), host_logits.end()));
 }
 
-TEST_F(ReferenceCuda, TheFormatKeepsTheMode) {
+TEST_F(GpufreeCuda, TheFormatKeepsTheMode) {
   Builder b = llm_builder(label_ + ".bytes");
   b.set_memory_kind(MemoryKind::kDevice);
   const std::vector<uint8_t> bytes = build_or_fail(b);
-  ASSERT_TRUE(is_reference_engine(bytes.data(), bytes.size()));
+  ASSERT_TRUE(is_gpufree_engine(bytes.data(), bytes.size()));
   EXPECT_EQ(load(bytes)->memory_kind(), engine::MemoryKind::kDevice);
 }
 
-TEST_F(ReferenceCuda, ContextsOnAnotherDeviceThanTheWeightsAreRefused) {
+TEST_F(GpufreeCuda, ContextsOnAnotherDeviceThanTheWeightsAreRefused) {
   if (gpu_test::device_count() < 2) GTEST_SKIP() << "needs two GPUs (nvidia-h200-x2)";
   ETRT_CUDA_OK(cudaSetDevice(1));
   std::unique_ptr<ExecutionContext> other;

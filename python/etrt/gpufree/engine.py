@@ -1,5 +1,5 @@
-"""The decoded engine (:class:`ReferenceEngine`, :class:`ReferenceTensor`,
-:class:`ReferenceOp`) and :func:`read_reference_engine`, which asks the
+"""The decoded engine (:class:`GpufreeEngine`, :class:`GpufreeTensor`,
+:class:`GpufreeOp`) and :func:`read_gpufree_engine`, which asks the
 runtime's deserializer (the GPU-free NvInfer's ``deserialize_model`` and
 memory plan, through libetrt's ``etrt_engine_describe``) and builds one from
 its answer."""
@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..signature import Bounds, InputSignature, Signature
-from .format import OP_KINDS, OP_KV_CACHE_UPDATE, ReferenceEngineError, Shape, is_reference_engine
+from .format import OP_KINDS, OP_KV_CACHE_UPDATE, GpufreeEngineError, Shape, is_gpufree_engine
 
 
 @dataclass(frozen=True)
-class ReferenceTensor:
+class GpufreeTensor:
     name: str
     is_input: bool
     is_shape_tensor: bool
@@ -25,7 +25,7 @@ class ReferenceTensor:
 
 
 @dataclass(frozen=True)
-class ReferenceOp:
+class GpufreeOp:
     """One op of the engine's table. Operands are tensor ids (IO tensors, then
     constants, then intermediates); -1 marks an unused operand."""
 
@@ -43,8 +43,8 @@ class ReferenceOp:
 
 
 @dataclass(frozen=True)
-class ReferenceEngine:
-    """What ``read_reference_engine`` decodes. ``profiles[p][k]`` is the
+class GpufreeEngine:
+    """What ``read_gpufree_engine`` decodes. ``profiles[p][k]`` is the
     bounds of the k-th input (in IO order) under profile ``p``."""
 
     version: int
@@ -53,7 +53,7 @@ class ReferenceEngine:
     tracing: bool
     switch_cost_ns: int
     requested_device_memory: int
-    io: Tuple[ReferenceTensor, ...]
+    io: Tuple[GpufreeTensor, ...]
     num_constants: int
     num_intermediates: int
     profiles: Tuple[Tuple[Bounds, ...], ...]
@@ -61,7 +61,7 @@ class ReferenceEngine:
     cuda_mode: bool = False
     #: flags bit 2: built for weight streaming (getStreamableWeightsSize() > 0)
     streamable_weights: bool = False
-    ops: Tuple[ReferenceOp, ...] = ()
+    ops: Tuple[GpufreeOp, ...] = ()
     constant_names: Tuple[str, ...] = ()
     intermediate_names: Tuple[str, ...] = ()
     constant_shapes: Tuple[Shape, ...] = ()
@@ -88,18 +88,18 @@ class ReferenceEngine:
         return cache[key]
 
     @property
-    def inputs(self) -> List[ReferenceTensor]:
+    def inputs(self) -> List[GpufreeTensor]:
         return [t for t in self.io if t.is_input]
 
     @property
-    def outputs(self) -> List[ReferenceTensor]:
+    def outputs(self) -> List[GpufreeTensor]:
         return [t for t in self.io if not t.is_input]
 
     @property
     def num_profiles(self) -> int:
         return len(self.profiles)
 
-    def tensor(self, name: str) -> Optional[ReferenceTensor]:
+    def tensor(self, name: str) -> Optional[GpufreeTensor]:
         """The IO tensor called ``name``, or None."""
         k = self._lookup("io").get(name)
         return None if k is None else self.io[k]
@@ -144,11 +144,11 @@ def _shape(dims: Any) -> Shape:
     return tuple(int(d) for d in dims)
 
 
-def engine_from_description(d: Dict[str, Any]) -> ReferenceEngine:
-    """The :class:`ReferenceEngine` of an ``etrt_engine_describe`` answer."""
-    io = tuple(ReferenceTensor(t["name"], t["is_input"], t["is_shape_tensor"], t["dtype"], _shape(t["shape"]),
+def engine_from_description(d: Dict[str, Any]) -> GpufreeEngine:
+    """The :class:`GpufreeEngine` of an ``etrt_engine_describe`` answer."""
+    io = tuple(GpufreeTensor(t["name"], t["is_input"], t["is_shape_tensor"], t["dtype"], _shape(t["shape"]),
                                on_host=t["on_host"], data_dependent=t["data_dependent"]) for t in d["io"])
-    return ReferenceEngine(
+    return GpufreeEngine(
         version=d["version"],
         size=d["size"],
         label=d["label"],
@@ -161,7 +161,7 @@ def engine_from_description(d: Dict[str, Any]) -> ReferenceEngine:
         profiles=tuple(tuple(Bounds(_shape(b[0]), _shape(b[1]), _shape(b[2])) for b in row) for row in d["profiles"]),
         cuda_mode=d["cuda_mode"],
         streamable_weights=d["streamable_weights"],
-        ops=tuple(ReferenceOp(op[0], op[2], op[3], op[4], op[5], op[6], float(op[7])) for op in d["ops"]),
+        ops=tuple(GpufreeOp(op[0], op[2], op[3], op[4], op[5], op[6], float(op[7])) for op in d["ops"]),
         constant_names=tuple(c["name"] for c in d["constants"]),
         intermediate_names=tuple(t["name"] for t in d["intermediates"]),
         constant_shapes=tuple(_shape(c["shape"]) for c in d["constants"]),
@@ -172,9 +172,9 @@ def engine_from_description(d: Dict[str, Any]) -> ReferenceEngine:
     )
 
 
-def read_reference_engine(data: bytes) -> ReferenceEngine:
-    """Reads a reference engine with the runtime's own deserializer (through
-    libetrt), raising :class:`ReferenceEngineError` with the runtime's message
+def read_gpufree_engine(data: bytes) -> GpufreeEngine:
+    """Reads a GPU-free NvInfer engine with the runtime's own deserializer (through
+    libetrt), raising :class:`GpufreeEngineError` with the runtime's message
     for anything it refuses: a wrong magic or version, a payload size or
     checksum that does not match, unknown flags, dtypes or op kinds, counts
     above the limits or beyond the bytes present, trailing bytes, names that
@@ -187,16 +187,16 @@ def read_reference_engine(data: bytes) -> ReferenceEngine:
     try:
         return engine_from_description(_reader.describe_engine(bytes(data)))
     except _reader.Refused as e:
-        raise ReferenceEngineError(str(e)) from None
+        raise GpufreeEngineError(str(e)) from None
 
 
-def try_read_reference_engine(data: bytes) -> Tuple[Optional[ReferenceEngine], Optional[str]]:
-    """``(engine, None)`` for a readable reference engine, ``(None, error)`` for
-    one the runtime refuses, ``(None, None)`` when ``data`` is not a reference
-    engine."""
-    if not is_reference_engine(data):
+def try_read_gpufree_engine(data: bytes) -> Tuple[Optional[GpufreeEngine], Optional[str]]:
+    """``(engine, None)`` for a readable GPU-free NvInfer engine, ``(None, error)`` for
+    one the runtime refuses, ``(None, None)`` when ``data`` is not a GPU-free
+    NvInfer engine."""
+    if not is_gpufree_engine(data):
         return None, None
     try:
-        return read_reference_engine(data), None
-    except ReferenceEngineError as e:
+        return read_gpufree_engine(data), None
+    except GpufreeEngineError as e:
         return None, str(e)
