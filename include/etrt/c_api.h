@@ -34,12 +34,15 @@
  *    this build and machine can run.
  *  - etrt_delegate_resolve() (version 3): the blob against its engine as a delegate load resolves them (the
  *    bindings, in-place aliases, profile signature and delegate-owned states), for etrt validate and etrt inspect.
+ *  - etrt_parse_byte_count() (version 4): a byte count as the runtime reads the weight_streaming_budget compile
+ *    spec and load option, for the tools that show and check it.
  *
  * History: version 1, the guards, reports, counters, state, last error and
  * default load options; version 2 adds the readers (etrt_text,
  * etrt_*_describe, etrt_build_has_cuda, etrt_device_memory,
  * ETRT_E_NOT_SUPPORTED) and changes nothing of version 1; version 3 adds
- * etrt_delegate_resolve and changes nothing of version 2.
+ * etrt_delegate_resolve and changes nothing of version 2; version 4 adds
+ * etrt_parse_byte_count and changes nothing of version 3.
  */
 
 #include <stddef.h>
@@ -52,7 +55,7 @@ extern "C" {
 #define ETRT_C_API __attribute__((visibility("default")))
 
 /** The version of this header; etrt_abi_version() returns the library's. */
-#define ETRT_ABI_VERSION 3
+#define ETRT_ABI_VERSION 4
 
 /** Return codes. */
 #define ETRT_OK 0
@@ -278,6 +281,13 @@ ETRT_C_API int etrt_build_has_cuda(void);
  * without that device; ETRT_E_INVALID_ARGUMENT for a null `bytes`.
  */
 ETRT_C_API int etrt_device_memory(int32_t device, uint64_t* bytes);
+
+/**
+ * A byte count as the runtime reads the weight_streaming_budget compile spec and load option (version 4): `size`
+ * bytes at `data`, one or more ASCII decimal digits and nothing else (no sign, space, NUL or decimal point), at most
+ * 2^63 - 1. ETRT_OK with the count in *bytes; ETRT_E_INVALID_ARGUMENT for anything else or a null `bytes`.
+ */
+ETRT_C_API int etrt_parse_byte_count(const void* data, size_t size, int64_t* bytes);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -11,7 +11,7 @@ import ctypes
 from typing import Optional
 
 #: The C ABI version this module speaks (ETRT_ABI_VERSION).
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 OK = 0
 E_INVALID_ARGUMENT = 1
@@ -87,6 +87,8 @@ _SIGNATURES = {
     "etrt_device_memory": (ctypes.c_int, [ctypes.c_int32, ctypes.POINTER(ctypes.c_uint64)]),
     # Version 3: the loader's resolution of a blob against its engine (etrt._reader.resolve_delegate).
     "etrt_delegate_resolve": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]),
+    # Version 4: the runtime's byte-count rule (etrt._reader.parse_byte_count).
+    "etrt_parse_byte_count": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64)]),
 }
 
 

@@ -1,6 +1,6 @@
 """The runtime's readers, through libetrt's C ABI (``etrt_blob_describe``,
 ``etrt_engine_describe``, ``etrt_delegate_resolve``; ``include/etrt/c_api.h``,
-version 3).
+version 4).
 
 ``etrt inspect``, ``etrt validate`` and every other reader of a blob or a
 GPU-free NvInfer engine in this package ask the runtime: the bytes go through
@@ -101,6 +101,20 @@ def resolve_delegate(data: bytes) -> Dict[str, Any]:
     or the load's first refusal (``"rule"``, ``"entry"``, ``"message"``); raises :class:`Refused` for a blob the
     reader refuses, or (``not_supported``) on a build that resolves no engines without a GPU."""
     return _read("delegate_resolve", data)
+
+
+def parse_byte_count(value: bytes) -> Optional[int]:
+    """A byte count as the runtime reads the ``weight_streaming_budget`` compile spec and load option (its own
+    rule, ``etrt_parse_byte_count``), or None where the runtime refuses the value."""
+    import ctypes
+
+    from . import _capi
+
+    count = ctypes.c_int64()
+    data = bytes(value)
+    if api().parse_byte_count(data, len(data), ctypes.byref(count)) != _capi.OK:
+        return None
+    return int(count.value)
 
 
 def build_has_cuda() -> bool:

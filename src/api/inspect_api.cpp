@@ -1,8 +1,10 @@
-// The C ABI's readers (include/etrt/c_api.h, versions 2 and 3): thin glue over backend/inspection.h.
+// The C ABI's readers (include/etrt/c_api.h, versions 2 to 4): thin glue over backend/inspection.h and the load
+// options' byte-count rule (backend/load_options.h).
 #include <new>
 #include <string>
 
 #include "backend/inspection.h"
+#include "backend/load_options.h"
 #include "etrt/c_api.h"
 
 struct etrt_text {
@@ -49,6 +51,12 @@ int etrt_engine_describe(const void* data, size_t size, etrt_text** out) {
 
 int etrt_delegate_resolve(const void* data, size_t size, etrt_text** out) {
   return read(etrt::backend::resolve_delegate, data, size, out);
+}
+
+int etrt_parse_byte_count(const void* data, size_t size, int64_t* bytes) {
+  if (bytes == nullptr) return ETRT_E_INVALID_ARGUMENT;
+  return etrt::backend::parse_byte_count(static_cast<const char*>(data), size, bytes) ? ETRT_OK
+                                                                                       : ETRT_E_INVALID_ARGUMENT;
 }
 
 int etrt_build_has_cuda(void) { return etrt::backend::built_with_cuda() ? 1 : 0; }

@@ -44,10 +44,10 @@ def api() -> _capi.CApi:
 
 
 def test_the_library_speaks_abi_version_3_and_reports_its_version(api):
-    assert api.abi_version == _capi.ABI_VERSION == 3
+    assert api.abi_version == _capi.ABI_VERSION == 4
     assert api.version().decode() == "0.1.0"
     header = (ROOT / "include" / "etrt" / "c_api.h").read_text()
-    assert "#define ETRT_ABI_VERSION 3" in header
+    assert "#define ETRT_ABI_VERSION 4" in header
 
 
 def test_the_library_loads_with_dlopen_after_other_libraries_use_static_tls(api):
@@ -364,3 +364,12 @@ def test_engine_builder_is_standard_library_only():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+
+
+@pytest.mark.parametrize("text, count", [(b"0", 0), (b"123", 123), (b"9223372036854775807", 2**63 - 1),
+                                         (b"9223372036854775808", None), (b"", None), (b"-1", None), (b"+1", None),
+                                         (b" 1", None), (b"1 ", None), (b"1.5", None), (b"1\x00", None)])
+def test_the_tools_read_a_byte_count_by_the_runtimes_own_rule(text, count):
+    from etrt.analysis import parse_byte_count
+
+    assert parse_byte_count(text) == count

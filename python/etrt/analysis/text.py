@@ -29,9 +29,9 @@ MAX_BYTE_COUNT = 2**63 - 1
 def parse_byte_count(value: bytes) -> Optional[int]:
     """A byte count as the runtime reads the ``weight_streaming_budget``
     compile spec: one or more ASCII decimal digits and nothing else (no sign,
-    space, NUL or decimal point), at most 2^63 - 1. None for anything else."""
-    value = bytes(value)
-    if not value or any(not 0x30 <= c <= 0x39 for c in value):
-        return None
-    n = int(value.decode("ascii"))
-    return n if n <= MAX_BYTE_COUNT else None
+    space, NUL or decimal point), at most 2^63 - 1 (``MAX_BYTE_COUNT``, for
+    messages). None for anything else. The rule is the runtime's own, asked
+    through libetrt (``etrt_parse_byte_count``)."""
+    from .. import _reader
+
+    return _reader.parse_byte_count(value)
