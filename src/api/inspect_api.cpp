@@ -56,7 +56,7 @@ int etrt_delegate_resolve(const void* data, size_t size, etrt_text** out) {
 int etrt_parse_byte_count(const void* data, size_t size, int64_t* bytes) {
   if (bytes == nullptr) return ETRT_E_INVALID_ARGUMENT;
   return etrt::backend::parse_byte_count(static_cast<const char*>(data), size, bytes) ? ETRT_OK
-                                                                                       : ETRT_E_INVALID_ARGUMENT;
+                                                                                      : ETRT_E_INVALID_ARGUMENT;
 }
 
 int etrt_build_has_cuda(void) { return etrt::backend::built_with_cuda() ? 1 : 0; }
