@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "copy_counter.h"
-#include "etrt/c_api.h"
+#include "counters.h"
 #include "etrt/options.h"
 #include "etrt/report.h"
 
@@ -57,6 +57,7 @@ struct Manifest {
   int64_t layers = 0, width = 0, vocab = 0, rows = 0, prompt = 0, decode_steps = 0, cache_bytes = 0;
   std::vector<int64_t> tokens;
   std::vector<float> reference;  // [1 + decode_steps, vocab]
+  double largest = 0;            // the largest |logit| of the reference
 };
 
 bool read_manifest(const std::string& dir, Manifest* m) {
@@ -78,13 +79,11 @@ bool read_manifest(const std::string& dir, Manifest* m) {
   m->reference.resize(bytes.size() / sizeof(float));
   std::copy(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(m->reference.size() * sizeof(float)),
             reinterpret_cast<char*>(m->reference.data()));
+  for (float v : m->reference) m->largest = std::max(m->largest, std::fabs(static_cast<double>(v)));
   return m->reference.size() == static_cast<size_t>((1 + m->decode_steps) * m->vocab);
 }
 
-int64_t counter(const char* name) {
-  int64_t value = -1;
-  return etrt_counter(name, &value) == ETRT_OK ? value : -1;
-}
+using etrt::testing::counter;
 
 struct Counters {
   etrt::copy_counter::Bytes copied;
@@ -131,7 +130,7 @@ bool run_round(const std::string& dir, const Manifest& m, const std::string& nam
     return false;
   }
   const bool runner = name == "runner";
-  const int64_t cache_count = 2 * m.layers, one_cache = m.rows * m.width * 4;
+  const int64_t cache_count = 2 * m.layers, one_cache = m.rows * m.width * static_cast<int64_t>(sizeof(float));
   DeviceCaches caches;
   std::vector<float> logits(static_cast<size_t>(kMaxTokens * m.vocab));  // the runner's, for any step
   std::vector<executorch::extension::TensorPtr> cache_tensors;
@@ -153,7 +152,9 @@ bool run_round(const std::string& dir, const Manifest& m, const std::string& nam
       return false;
     }
   }
-  auto step = [&](int64_t first, int64_t count, int64_t position, std::vector<float>* last_row) {
+  // One forward() of `count` tokens from `first`, at `position`; *us: the call and the device's work, until the
+  // logits are in host memory (the inputs are made before the clock starts).
+  auto step = [&](int64_t first, int64_t count, int64_t position, std::vector<float>* last_row, double* us) {
     std::vector<int64_t> ids(m.tokens.begin() + first, m.tokens.begin() + first + count);
     int64_t pos = position;
     // The tensors outlive the call: an EValue only points at its tensor.
@@ -161,8 +162,11 @@ bool run_round(const std::string& dir, const Manifest& m, const std::string& nam
     const auto at = from_blob(&pos, {1}, ScalarType::Long);
     std::vector<et::EValue> inputs = {tokens, at};
     for (const auto& t : cache_tensors) inputs.emplace_back(t);
+    const auto start = std::chrono::steady_clock::now();
     const auto result = module->forward(inputs);
-    if (!result.ok() || cudaDeviceSynchronize() != cudaSuccess) {
+    const bool ok = result.ok() && cudaDeviceSynchronize() == cudaSuccess;
+    *us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    if (!ok) {
       std::fprintf(stderr, "%s: forward at position %lld failed: %s\n", name.c_str(), static_cast<long long>(position),
                    etrt::last_error_message());
       return false;
@@ -171,26 +175,23 @@ bool run_round(const std::string& dir, const Manifest& m, const std::string& nam
     last_row->assign(out + (count - 1) * m.vocab, out + count * m.vocab);
     return true;
   };
-  double largest = 0;
-  for (float v : m.reference) largest = std::max(largest, std::fabs(static_cast<double>(v)));
   auto compare = [&](int64_t row, const std::vector<float>& got) {
     for (int64_t v = 0; v < m.vocab; ++v) {
       const double want = m.reference[static_cast<size_t>(row * m.vocab + v)];
-      r->max_error = std::max(r->max_error, std::fabs(got[static_cast<size_t>(v)] - want) / largest);
+      r->max_error = std::max(r->max_error, std::fabs(got[static_cast<size_t>(v)] - want) / m.largest);
     }
     if (first_round) r->logits.insert(r->logits.end(), got.begin(), got.end());
   };
   std::vector<float> row;
-  if (!step(0, m.prompt, 0, &row)) return false;
+  double us = 0;
+  if (!step(0, m.prompt, 0, &row, &us)) return false;
   compare(0, row);
   Counters previous_step;
   for (int64_t i = 0; i < m.decode_steps; ++i) {
     const Counters before = Counters::now();
-    const auto start = std::chrono::steady_clock::now();
-    if (!step(m.prompt + i, 1, m.prompt + i, &row)) return false;
-    const auto stop = std::chrono::steady_clock::now();
+    if (!step(m.prompt + i, 1, m.prompt + i, &row, &us)) return false;
     const Counters used = Counters::now() - before;
-    r->step_us.push_back(std::chrono::duration<double, std::micro>(stop - start).count());
+    r->step_us.push_back(us);
     if (i > 0)
       r->steps_equal = r->steps_equal && used.copied.host_to_device == previous_step.copied.host_to_device &&
                        used.copied.device_to_host == previous_step.copied.device_to_host &&

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "etrt/c_api.h"
+#include "counters.h"
 #include "etrt/options.h"
 #include "etrt/report.h"
 #include "fixtures.h"
@@ -38,11 +38,8 @@ using ::executorch::extension::Module;
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-// Through the C ABI: 32 needs of 64 MiB are above INT_MAX, where get_option's int stops.
-int64_t scratch_bytes() {
-  int64_t value = -1;
-  return etrt_counter(etrt::kCounterScratchBytes, &value) == ETRT_OK ? value : -1;
-}
+// Through the C ABI (counters.h): 32 needs of 64 MiB are above INT_MAX, where get_option's int stops.
+int64_t scratch_bytes() { return etrt::testing::counter(etrt::kCounterScratchBytes); }
 
 bool free_memory(size_t* free) {
   size_t total = 0;

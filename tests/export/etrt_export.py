@@ -382,7 +382,8 @@ class TensorRTBackend(BackendDetails):
         # Torch-TensorRT's target_device (cuda:<n>): the delegate's IO is placed on the device, so the engine runs
         # there too.
         device = next((bytes(s.value).decode() for s in compile_specs if s.key == "target_device"), "")
-        t = translate(edge_program, label, options["profiles"], options["dim"], cuda_mode=device.startswith("cuda") or options.get("cuda_engine", False))
+        cuda_mode = device.startswith("cuda") or options.get("cuda_engine", False)
+        t = translate(edge_program, label, options["profiles"], options["dim"], cuda_mode=cuda_mode)
         TensorRTBackend.translations.append(t)
         store = None
         if t.named_data:
