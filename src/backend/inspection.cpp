@@ -127,9 +127,10 @@ std::string resolution_json(const engine::Engine* engine, const blob::Metadata& 
   return out;
 }
 
-}  // namespace
-
-Error describe_blob(const void* data, size_t size, std::string* text) {
+// Parses the blob as a load does and gives it to `answer`, which writes *text: a refused blob answers the reader's
+// message with its error, an allocation failure an empty text.
+template <typename Answer>
+Error with_parsed_blob(const void* data, size_t size, std::string* text, Answer&& answer) {
   try {
     blob::ParsedBlob parsed;
     Diagnostic why;
@@ -137,6 +138,17 @@ Error describe_blob(const void* data, size_t size, std::string* text) {
       *text = why.c_str();
       return e;
     }
+    return answer(parsed, why);
+  } catch (const std::bad_alloc&) {
+    text->clear();
+    return Error::MemoryAllocationFailed;
+  }
+}
+
+}  // namespace
+
+Error describe_blob(const void* data, size_t size, std::string* text) {
+  return with_parsed_blob(data, size, text, [&](const blob::ParsedBlob& parsed, Diagnostic&) {
     const auto* bytes = static_cast<const uint8_t*>(data);
     std::string metadata = blob::metadata_to_json(parsed.metadata);
     text->clear();
@@ -149,20 +161,11 @@ Error describe_blob(const void* data, size_t size, std::string* text) {
     *text += metadata;
     *text += '}';
     return Error::Ok;
-  } catch (const std::bad_alloc&) {
-    text->clear();
-    return Error::MemoryAllocationFailed;
-  }
+  });
 }
 
 Error resolve_delegate(const void* data, size_t size, std::string* text) {
-  try {
-    blob::ParsedBlob parsed;
-    Diagnostic why;
-    if (const Error e = blob::parse_blob(data, size, &parsed, why); e != Error::Ok) {
-      *text = why.c_str();
-      return e;
-    }
+  return with_parsed_blob(data, size, text, [&](const blob::ParsedBlob& parsed, Diagnostic& why) {
     if (engine::tensorrt::deserializes_on_device()) {
       *text =
           "this etrt was built against NVIDIA's TensorRT, which deserializes an engine only on its GPU; load the "
@@ -182,10 +185,7 @@ Error resolve_delegate(const void* data, size_t size, std::string* text) {
     const bool ok = resolve(*engine, parsed.metadata, &r, why) == Error::Ok;
     *text = resolution_json(engine.get(), parsed.metadata, r, ok ? nullptr : why.c_str());
     return Error::Ok;
-  } catch (const std::bad_alloc&) {
-    text->clear();
-    return Error::MemoryAllocationFailed;
-  }
+  });
 }
 
 Error describe_engine(const void* data, size_t size, std::string* text) {
