@@ -54,9 +54,10 @@ Error Delegate::load(const void* blob, size_t size, const executorch::runtime::N
   const engine::StreamHandle stream = on_device ? load_stream() : nullptr;
 
   Resolution io;
-  status = resolve(*engine_, parsed.metadata, &io, why);
-  if (status == Error::Ok) adopt(parsed.metadata, io);
+  status = resolve_arguments(*engine_, parsed.metadata, &io, why);
   if (status == Error::Ok) status = apply_weight_streaming(why);
+  if (status == Error::Ok) status = resolve_profiles_and_states(*engine_, parsed.metadata, &io, why);
+  if (status == Error::Ok) adopt(parsed.metadata, io);
   if (status == Error::Ok) status = bind_state(parsed.metadata, io.states, data, why);
   if (status == Error::Ok) status = create_contexts(stream, data, why);
   if (status == Error::Ok) status = prepare_staging(stream, why);

@@ -297,13 +297,22 @@ Error resolve_states(const engine::Engine& engine, const blob::Metadata& metadat
   return Error::Ok;
 }
 
-Error resolve(const engine::Engine& engine, const blob::Metadata& metadata, Resolution* r, Diagnostic& why) {
-  Error status = bind_io(engine, metadata, r, why);
-  if (status == Error::Ok) status = resolve_aliases(engine, metadata, r, why);
-  if (status == Error::Ok) status = build_profile_table(engine, r, why);
+Error resolve_arguments(const engine::Engine& engine, const blob::Metadata& metadata, Resolution* r, Diagnostic& why) {
+  const Error status = bind_io(engine, metadata, r, why);
+  return status == Error::Ok ? resolve_aliases(engine, metadata, r, why) : status;
+}
+
+Error resolve_profiles_and_states(const engine::Engine& engine, const blob::Metadata& metadata, Resolution* r,
+                                  Diagnostic& why) {
+  Error status = build_profile_table(engine, r, why);
   if (status == Error::Ok) status = check_profile_signature(metadata, r, why);
   if (status == Error::Ok) status = resolve_states(engine, metadata, r, why);
   return status;
+}
+
+Error resolve(const engine::Engine& engine, const blob::Metadata& metadata, Resolution* r, Diagnostic& why) {
+  const Error status = resolve_arguments(engine, metadata, r, why);
+  return status == Error::Ok ? resolve_profiles_and_states(engine, metadata, r, why) : status;
 }
 
 }  // namespace etrt::backend

@@ -77,7 +77,14 @@ struct Resolution {
 [[nodiscard]] Error resolve_states(const engine::Engine& engine, const blob::Metadata& metadata, Resolution* r,
                                    Diagnostic& why);
 
-// The steps above, in order; stops at the first refusal (r->refusal says which rule).
+// The steps above in two phases, each stopping at its first refusal (r->refusal says which rule): the arguments
+// (bind_io, resolve_aliases), then the profiles and states (build_profile_table, check_profile_signature,
+// resolve_states). A load applies the weight-streaming budget between the two, so a refused budget is reported
+// before a profile or state refusal; resolve() runs both for tools, which apply no budget.
+[[nodiscard]] Error resolve_arguments(const engine::Engine& engine, const blob::Metadata& metadata, Resolution* r,
+                                      Diagnostic& why);
+[[nodiscard]] Error resolve_profiles_and_states(const engine::Engine& engine, const blob::Metadata& metadata,
+                                                Resolution* r, Diagnostic& why);
 [[nodiscard]] Error resolve(const engine::Engine& engine, const blob::Metadata& metadata, Resolution* r,
                             Diagnostic& why);
 

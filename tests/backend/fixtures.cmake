@@ -20,7 +20,7 @@ set(ETRT_FIXTURE_NAMES ${_etrt_shared_fixture_names}
     # contract_fixtures()
     kv_write_back kv_owned kv_unplanned_write_back kv_unplanned_owned kv_unlisted kv_interleaved alias_user alias_unknown_kind alias_kv_disagrees
     alias_user_shapes ws_auto ws_spec ws_spec_above ws_spec_malformed ws_spec_negative ws_spec_twice
-    ws_resident scalar_output scalar_output_unplanned no_bindings control_names
+    ws_spec_signature_mismatch ws_resident scalar_output scalar_output_unplanned no_bindings control_names
     # state_fixtures()
     state_kv state_two_methods state_missing_initial state_dynamic state_acc)
 

@@ -539,6 +539,14 @@ bool contract_fixtures() {
         weights_spec(
             "ws_spec_twice", "ws",
             json::array({spec_entry("weight_streaming_budget", "8"), spec_entry("weight_streaming_budget", "9")}));
+  // A budget that applies and a profile signature that disagrees with the engine (max [1,8], the engine's [1,4]):
+  // the load refuses the budget first when the engine refuses it, the signature otherwise.
+  ok &= write_blob("ws_signature", weights_engine("ws_signature", true), true,
+                   [](etrt::blob::Metadata& m) {
+                     m.profile_signature->inputs[0].profiles[0].max = {1, 8};
+                   }) &&
+        weights_spec("ws_spec_signature_mismatch", "ws_signature",
+                     json::array({spec_entry("weight_streaming_budget", "40")}));
   ok &= write_blob("ws_resident", weights_engine("ws_resident", false)) &&
         weights_spec("ws_resident", "ws_resident", json::array({spec_entry("weight_streaming_budget", "40")}));
 

@@ -321,6 +321,17 @@ TEST(ModuleWeightStreaming, RefusedExplicitBudgetFailsTheLoadWithTheEnginesReaso
   gpufree::clear_faults();
 }
 
+// The budget is applied right after the arguments are bound, before the profile table and the signature check:
+// which refusal a load reports when both a budget and a signature are wrong.
+TEST(ModuleWeightStreaming, ARefusedBudgetIsReportedBeforeASignatureThatDisagrees) {
+  expect_refused("ws_spec_signature_mismatch", et::Error::InvalidProgram, "profile 0 max");
+  gpufree::inject_fault(gpufree::Call::kSetWeightStreamingBudgetV2, 1, "ws_signature");
+  expect_refused("ws_spec_signature_mismatch", et::Error::InvalidProgram,
+                 "could not apply the weight-streaming budget: setWeightStreamingBudgetV2(40) failed: "
+                 "setWeightStreamingBudgetV2: injected fault");
+  gpufree::clear_faults();
+}
+
 // ---- outputs and bindings ----
 
 TEST(ModuleScalarOutput, EngineShapeOneFillsAZeroDimensionalTensor) {
