@@ -18,7 +18,7 @@
 #include "etrt_gpufree/builder.h"
 #include "format.h"
 #include "model.h"
-#include "refkit/refkit.h"
+#include "blobkit/blobkit.h"
 
 namespace {
 
@@ -67,8 +67,8 @@ bool fail(const std::string& what, const std::string& error) {
 bool write_program(const std::string& dir, const std::string& name, const std::vector<uint8_t>& blob,
                    const std::string& program_spec) {
   std::string error;
-  if (!etrt::refkit::write_file(dir + "/" + name + ".blob", blob, &error) ||
-      !etrt::refkit::write_text(dir + "/" + name + ".json", program_spec, &error))
+  if (!etrt::blobkit::write_file(dir + "/" + name + ".blob", blob, &error) ||
+      !etrt::blobkit::write_text(dir + "/" + name + ".json", program_spec, &error))
     return fail(name, error);
   return true;
 }
@@ -78,7 +78,7 @@ bool engine_program(const std::string& dir, const std::string& name, const std::
                     const std::vector<Tensor>& tensors, const std::vector<std::string>& inputs,
                     const std::vector<std::string>& outputs) {
   std::string error;
-  const std::vector<uint8_t> blob = etrt::refkit::blob_for_engine(engine, /*with_signature=*/true, &error);
+  const std::vector<uint8_t> blob = etrt::blobkit::blob_for_engine(engine, /*with_signature=*/true, &error);
   if (blob.empty()) return fail(name, error);
   return write_program(dir, name, blob, spec(tensors, inputs, outputs, name + ".blob"));
 }

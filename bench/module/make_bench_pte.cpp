@@ -12,7 +12,7 @@
 #include <string>
 
 #include "etrt_gpufree/builder.h"
-#include "refkit/refkit.h"
+#include "blobkit/blobkit.h"
 
 namespace {
 
@@ -42,15 +42,15 @@ int main(int argc, char** argv) {
       .set_tracing(false);
   std::string error;
   std::vector<uint8_t> engine;
-  const auto blob = !b.build(&engine, &error) ? engine : etrt::refkit::blob_for_engine(engine, false, &error);
-  const bool ok = !blob.empty() && etrt::refkit::write_file(dir + "/etrt.blob", blob, &error) &&
-                  etrt::refkit::write_text(dir + "/etrt.json", spec("TensorRTBackend", "etrt.blob"), &error) &&
-                  etrt::refkit::write_text(dir + "/etrt_unplanned.json",
+  const auto blob = !b.build(&engine, &error) ? engine : etrt::blobkit::blob_for_engine(engine, false, &error);
+  const bool ok = !blob.empty() && etrt::blobkit::write_file(dir + "/etrt.blob", blob, &error) &&
+                  etrt::blobkit::write_text(dir + "/etrt.json", spec("TensorRTBackend", "etrt.blob"), &error) &&
+                  etrt::blobkit::write_text(dir + "/etrt_unplanned.json",
                                            spec("TensorRTBackend", "etrt.blob", /*planned=*/false), &error) &&
-                  etrt::refkit::write_file(dir + "/bench_identity.engine", engine, &error) &&
-                  etrt::refkit::write_text(dir + "/noop.blob", "noop", &error) &&
-                  etrt::refkit::write_text(dir + "/noop.json", spec("EtrtBenchNoop", "noop.blob"), &error) &&
-                  etrt::refkit::write_text(dir + "/noop_unplanned.json",
+                  etrt::blobkit::write_file(dir + "/bench_identity.engine", engine, &error) &&
+                  etrt::blobkit::write_text(dir + "/noop.blob", "noop", &error) &&
+                  etrt::blobkit::write_text(dir + "/noop.json", spec("EtrtBenchNoop", "noop.blob"), &error) &&
+                  etrt::blobkit::write_text(dir + "/noop_unplanned.json",
                                            spec("EtrtBenchNoop", "noop.blob", /*planned=*/false), &error);
   if (!ok) std::fprintf(stderr, "etrt_make_bench_pte: %s\n", error.c_str());
   return ok ? 0 : 1;

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "etrt_gpufree/builder.h"
-#include "refkit/refkit.h"
+#include "blobkit/blobkit.h"
 
 namespace {
 
@@ -66,9 +66,9 @@ bool write_program(const std::string& dir, const std::string& name, int64_t pref
       .set_tracing(false);
   std::vector<uint8_t> engine;
   if (!b.build(&engine, error)) return false;
-  const auto blob = etrt::refkit::blob_for_engine(engine, true, error);
-  return !blob.empty() && etrt::refkit::write_file(dir + "/" + name + ".blob", blob, error) &&
-         etrt::refkit::write_text(dir + "/" + name + ".json", spec(name + ".blob"), error);
+  const auto blob = etrt::blobkit::blob_for_engine(engine, true, error);
+  return !blob.empty() && etrt::blobkit::write_file(dir + "/" + name + ".blob", blob, error) &&
+         etrt::blobkit::write_text(dir + "/" + name + ".json", spec(name + ".blob"), error);
 }
 
 }  // namespace

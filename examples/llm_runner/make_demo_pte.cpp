@@ -30,7 +30,7 @@
 
 #include "blob/metadata.h"
 #include "decoder_model.h"
-#include "refkit/refkit.h"
+#include "blobkit/blobkit.h"
 
 namespace {
 
@@ -44,11 +44,11 @@ bool write_decoder_blob(const std::string& dir, const std::string& name, MemoryK
   // The engine reports the aliases itself (getAliasedInputTensor); the blob says so too, as an exporter does, which
   // makes it a TR02 blob.
   const std::vector<uint8_t> blob =
-      etrt::refkit::blob_for_engine(engine, /*with_signature=*/true, error, [](etrt::blob::Metadata& m) {
+      etrt::blobkit::blob_for_engine(engine, /*with_signature=*/true, error, [](etrt::blob::Metadata& m) {
         m.aliased_io = {{"k_cache_out", "k_cache", etrt::blob::kAliasKindKvCacheUpdate},
                         {"v_cache_out", "v_cache", etrt::blob::kAliasKindKvCacheUpdate}};
       });
-  return !blob.empty() && etrt::refkit::write_file(dir + "/" + name + ".blob", blob, error);
+  return !blob.empty() && etrt::blobkit::write_file(dir + "/" + name + ".blob", blob, error);
 }
 
 json tensor(const char* name, const char* dtype, std::vector<int64_t> sizes, bool dynamic, bool planned = true) {
@@ -80,7 +80,7 @@ bool write_spec(const std::string& dir, const std::string& name, const std::stri
       {"inputs", {"tokens", "start_pos", "k_cache", "v_cache"}},
       {"outputs", outputs},
       {"delegate_calls", {{{"backend_id", "TensorRTBackend"}, {"blob_file", blob + ".blob"}, {"args", args}}}}};
-  return etrt::refkit::write_text(dir + "/" + name + ".json", spec.dump(2) + "\n", error);
+  return etrt::blobkit::write_text(dir + "/" + name + ".json", spec.dump(2) + "\n", error);
 }
 
 }  // namespace

@@ -32,7 +32,7 @@
 #include "etrt_gpufree/builder.h"
 #include "fixtures.h"
 #include "pte_spec.h"
-#include "refkit/refkit.h"
+#include "blobkit/blobkit.h"
 
 namespace {
 
@@ -93,8 +93,8 @@ std::vector<uint8_t> static_engine(const std::string& label) {
 bool write_blob(const std::string& name, const std::vector<uint8_t>& engine, bool with_signature = true,
                 const std::function<void(etrt::blob::Metadata&)>& edit = nullptr) {
   std::string error;
-  auto blob = engine.empty() ? engine : etrt::refkit::blob_for_engine(engine, with_signature, &error, edit);
-  if (blob.empty() || !etrt::refkit::write_file(g_dir + "/" + name + ".blob", blob, &error)) {
+  auto blob = engine.empty() ? engine : etrt::blobkit::blob_for_engine(engine, with_signature, &error, edit);
+  if (blob.empty() || !etrt::blobkit::write_file(g_dir + "/" + name + ".blob", blob, &error)) {
     std::fprintf(stderr, "make_fixtures: %s: %s\n", name.c_str(), error.c_str());
     return false;
   }
@@ -109,11 +109,11 @@ bool write_blob_described_by(const std::string& name, const std::vector<uint8_t>
   etrt::blob::Metadata metadata;
   std::vector<uint8_t> blob;
   if (!engine.empty() && !twin.empty() &&
-      !etrt::refkit::blob_for_engine(twin, true, &error, [&](etrt::blob::Metadata& m) { metadata = m; }).empty()) {
+      !etrt::blobkit::blob_for_engine(twin, true, &error, [&](etrt::blob::Metadata& m) { metadata = m; }).empty()) {
     blob = etrt::blob::write_blob(metadata, engine.data(), engine.size());
     if (blob.empty()) error = "write_blob refused the twin's metadata";
   }
-  if (blob.empty() || !etrt::refkit::write_file(g_dir + "/" + name + ".blob", blob, &error)) {
+  if (blob.empty() || !etrt::blobkit::write_file(g_dir + "/" + name + ".blob", blob, &error)) {
     std::fprintf(stderr, "make_fixtures: %s: %s\n", name.c_str(), error.c_str());
     return false;
   }
@@ -129,7 +129,7 @@ bool write_spec(const std::string& name, const std::vector<json>& values, std::v
   const json spec = etrt::pte_spec::program(values, std::move(inputs), std::move(outputs), calls);
   g_written.push_back(name);
   std::string error;
-  if (!etrt::refkit::write_text(g_dir + "/" + name + ".json", spec.dump(2), &error)) {
+  if (!etrt::blobkit::write_text(g_dir + "/" + name + ".json", spec.dump(2), &error)) {
     std::fprintf(stderr, "make_fixtures: %s\n", error.c_str());
     return false;
   }
@@ -150,7 +150,7 @@ bool llm_fixture(const std::string& name, const std::vector<Profile>& profiles, 
 
 bool write_text(const std::string& name, const std::string& text) {
   std::string error;
-  if (etrt::refkit::write_text(g_dir + "/" + name, text, &error)) return true;
+  if (etrt::blobkit::write_text(g_dir + "/" + name, text, &error)) return true;
   std::fprintf(stderr, "make_fixtures: %s\n", error.c_str());
   return false;
 }
@@ -287,9 +287,9 @@ bool refusal_fixtures() {
     // A blob whose header promises more engine bytes than it holds.
     std::vector<uint8_t> truncated;
     std::string error;
-    auto blob = etrt::refkit::blob_for_engine(static_engine("truncated"), false, &error);
+    auto blob = etrt::blobkit::blob_for_engine(static_engine("truncated"), false, &error);
     truncated.assign(blob.begin(), blob.begin() + static_cast<std::ptrdiff_t>(blob.size() - 8));
-    ok &= etrt::refkit::write_file(g_dir + "/truncated.blob", truncated, &error) &&
+    ok &= etrt::blobkit::write_file(g_dir + "/truncated.blob", truncated, &error) &&
           write_spec("truncated", {tensor("x", "float32", {1, 4}, false), tensor("y", "float32", {1, 4}, false)}, {"x"},
                      {"y"}, {trt_call("truncated", {"x", "y"})});
   }
@@ -298,12 +298,12 @@ bool refusal_fixtures() {
     // as a TensorRT plan would be.
     std::vector<uint8_t> engine = static_engine("plan");
     std::string error;
-    auto blob = etrt::refkit::blob_for_engine(engine, false, &error);
+    auto blob = etrt::blobkit::blob_for_engine(engine, false, &error);
     // Overwrite the engine magic (engine bytes are the blob's tail).
     const size_t engine_offset = blob.size() - engine.size();
     const char fake[4] = {'f', 't', 'r', 't'};
     for (size_t i = 0; i < 4; ++i) blob[engine_offset + i] = static_cast<uint8_t>(fake[i]);
-    ok &= etrt::refkit::write_file(g_dir + "/tensorrt_plan.blob", blob, &error) &&
+    ok &= etrt::blobkit::write_file(g_dir + "/tensorrt_plan.blob", blob, &error) &&
           write_spec("tensorrt_plan", {tensor("x", "float32", {1, 4}, false), tensor("y", "float32", {1, 4}, false)},
                      {"x"}, {"y"}, {trt_call("tensorrt_plan", {"x", "y"})});
   }
@@ -446,7 +446,7 @@ json state_kv_method(const std::string& name, const std::string& blob) {
 bool write_methods(const std::string& name, const std::vector<json>& methods) {
   g_written.push_back(name);
   std::string error;
-  if (!etrt::refkit::write_text(g_dir + "/" + name + ".json", json{{"methods", json(methods)}}.dump(2), &error)) {
+  if (!etrt::blobkit::write_text(g_dir + "/" + name + ".json", json{{"methods", json(methods)}}.dump(2), &error)) {
     std::fprintf(stderr, "make_fixtures: %s\n", error.c_str());
     return false;
   }

@@ -18,7 +18,7 @@
 #include "models.h"
 #include "plans.h"
 #include "pte_spec.h"
-#include "refkit/refkit.h"
+#include "blobkit/blobkit.h"
 
 namespace {
 
@@ -46,7 +46,7 @@ bool write_blob(const std::string& name, const ModelSpec& model) {
     // The call's arguments follow the blob's io_bindings, which list the engine's IO in the engine's order; TensorRT
     // 8.6 does not keep the order outputs were marked in (the decoder's come as k_cache_out, v_cache_out, logits),
     // so the bindings are put in the model's order, the one the packer specs below pass the tensors in.
-    blob = etrt::refkit::blob_for_engine(plan, true, &error, [&](etrt::blob::Metadata& m) {
+    blob = etrt::blobkit::blob_for_engine(plan, true, &error, [&](etrt::blob::Metadata& m) {
       std::vector<etrt::blob::IoBinding> ordered;
       for (const auto* list : {&model.inputs, &model.outputs})
         for (const etrt::contract::TensorSpec& t : *list)
@@ -58,7 +58,7 @@ bool write_blob(const std::string& name, const ModelSpec& model) {
       if (ordered.size() == m.io_bindings.size()) m.io_bindings = std::move(ordered);
     });
   }
-  if (blob.empty() || !etrt::refkit::write_file(g_dir + "/" + name + ".blob", blob, &error)) {
+  if (blob.empty() || !etrt::blobkit::write_file(g_dir + "/" + name + ".blob", blob, &error)) {
     std::fprintf(stderr, "make_nvidia_programs: %s: %s\n", name.c_str(), error.c_str());
     return false;
   }
@@ -72,7 +72,7 @@ bool write_spec(const std::string& name, const std::vector<json>& values, std::v
                 std::vector<std::string> outputs, const std::vector<json>& calls) {
   const json spec = etrt::pte_spec::program(values, std::move(inputs), std::move(outputs), calls);
   std::string error;
-  if (etrt::refkit::write_text(g_dir + "/" + name + ".json", spec.dump(2), &error)) return true;
+  if (etrt::blobkit::write_text(g_dir + "/" + name + ".json", spec.dump(2), &error)) return true;
   std::fprintf(stderr, "make_nvidia_programs: %s\n", error.c_str());
   return false;
 }

@@ -1,11 +1,11 @@
-#include "refkit/refkit.h"
+#include "blobkit/blobkit.h"
 
 #include <fstream>
 
 #include "blob/blob.h"
 #include "engine/tensorrt/tensorrt_engine.h"
 
-namespace etrt::refkit {
+namespace etrt::blobkit {
 namespace {
 
 std::vector<int64_t> dims_of(const Shape& s) { return std::vector<int64_t>(s.d, s.d + s.rank); }
@@ -66,4 +66,4 @@ bool write_text(const std::string& path, const std::string& text, std::string* e
   return write_file(path, std::vector<uint8_t>(text.begin(), text.end()), error);
 }
 
-}  // namespace etrt::refkit
+}  // namespace etrt::blobkit
