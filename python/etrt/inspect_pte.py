@@ -19,7 +19,13 @@ from .pte import describe_value
 from .signature import Signature, format_shape
 from .validate import ValidationResult, validate_program
 
-__all__ = ["format_report", "inspect_program", "report_from_result"]
+__all__ = ["SCHEMA_VERSION", "format_report", "inspect_program", "report_from_result"]
+
+#: The version of the report's layout, its ``"schema_version"`` (docs/export.md, "etrt inspect"). A report without
+#: one is version 1, which called a GPU-free NvInfer engine ``"kind": "reference"`` under an ``"engine"."reference"``
+#: key; version 2 says ``"gpufree"`` for both. Raised when a key is renamed or removed or its meaning changes, not
+#: when one is added.
+SCHEMA_VERSION = 2
 
 
 def inspect_program(source: Any) -> Dict[str, Any]:
@@ -113,7 +119,7 @@ def _delegate(d: DelegateInfo, plan: Optional[Dict[str, Any]]) -> Dict[str, Any]
     eng: Dict[str, Any] = {"kind": d.engine_kind, "size": len(d.engine or b"")}
     if d.gpufree_engine is not None:
         r = d.gpufree_engine
-        eng["reference"] = {
+        eng["gpufree"] = {
             "label": r.label, "version": r.version, "switch_cost_ns": r.switch_cost_ns,
             "requested_device_memory": r.requested_device_memory, "tracing": r.tracing,
             "cuda_mode": r.cuda_mode, "streamable_weights": r.streamable_weights,
@@ -175,6 +181,7 @@ def report_from_result(result: ValidationResult) -> Dict[str, Any]:
             "delegates": [_delegate(d, plan) for d in result.delegates if d.ref.method_index == mi],
         })
     return {
+        "schema_version": SCHEMA_VERSION,
         "file": result.source,
         "size": pte.get("file_size"),
         "identifier": pte.get("identifier"),
@@ -323,7 +330,7 @@ def format_report(report: Dict[str, Any], infos: bool = True) -> str:
                 lines.append(f"      profiles: {p['count']} (from the {src})")
                 for r in p["regimes"]:
                     lines.append(f"        {r}")
-            ref = eng.get("reference")
+            ref = eng.get("gpufree")
             if ref is not None:
                 agree = eng.get("agrees_with_signature")
                 note = ("" if agree is None else

@@ -320,7 +320,7 @@ def test_etrt_inspect_and_validate_read_the_exported_files(exported, name):
     delegates = [d for m in report["methods"] for d in m["delegates"] if d["backend_id"] == "TensorRTBackend"]
     assert len(delegates) == e.case.delegates
     for d in delegates:
-        assert d["engine"]["kind"] == "reference"
+        assert d["engine"]["kind"] == "gpufree"
         assert d["profiles"]["count"] == max(1, len(e.case.profiles))
     assert report["validation"]["ok"]
     text = harness.etrt_cli("inspect", e.path)

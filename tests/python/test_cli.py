@@ -168,9 +168,11 @@ def test_inspect_json_report(fx):
 def test_inspect_reads_profiles_from_a_gpufree_engine(fx):
     p = etrt("inspect", "--json", fx["gpufree"])
     assert p.returncode == 0
-    d = json.loads(p.stdout)["methods"][0]["delegates"][0]
-    assert d["engine"]["kind"] == "reference"
-    ref = d["engine"]["reference"]
+    report = json.loads(p.stdout)
+    assert report["schema_version"] == 2
+    d = report["methods"][0]["delegates"][0]
+    assert d["engine"]["kind"] == "gpufree" and "reference" not in d["engine"]
+    ref = d["engine"]["gpufree"]
     assert ref["label"] == "dec" and ref["num_profiles"] == 2
     assert ref["profiles"][1] == [{"input": "ids", "min": [1, 2], "opt": [1, 64], "max": [1, 128]}]
     assert d["profiles"]["source"] == "engine" and d["profiles"]["count"] == 2

@@ -1,6 +1,6 @@
-"""The deprecated shim etrt.reference_engine (the old name of etrt.gpufree):
-it still imports, warns, and hands back etrt.gpufree's objects under the old
-names and submodule paths."""
+"""The deprecated old names of etrt.gpufree: the shim etrt.reference_engine still imports, warns, and hands back
+etrt.gpufree's objects under the old names and submodule paths; DelegateInfo.reference_engine still reads, warns,
+and is DelegateInfo.gpufree_engine."""
 
 import importlib
 import sys
@@ -32,3 +32,13 @@ def test_the_old_submodule_paths_are_the_new_submodules():
     assert engine is importlib.import_module("etrt.gpufree.engine")
     assert format is importlib.import_module("etrt.gpufree.format")
     assert old_format is format
+
+
+def test_the_old_delegate_attribute_warns_and_is_the_gpufree_engine():
+    from etrt.analysis import DelegateInfo, DelegateRef
+    from etrt.gpufree import GpufreeEngine
+
+    engine = object.__new__(GpufreeEngine)
+    d = DelegateInfo(DelegateRef("forward", 0, 0, 0, "TensorRTBackend"), b"", gpufree_engine=engine)
+    with pytest.warns(DeprecationWarning, match="read DelegateInfo.gpufree_engine"):
+        assert d.reference_engine is engine

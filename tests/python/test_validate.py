@@ -222,7 +222,7 @@ def test_gpufree_engine_profiles_stand_in_for_a_missing_signature():
     r = validate_program(_ref_program())
     assert r.ok and B.codes(r)["info"] == []
     d = r.delegates[0]
-    assert d.engine_kind == "reference" and d.signature_source == "engine" and d.num_profiles == 2
+    assert d.engine_kind == "gpufree" and d.signature_source == "engine" and d.num_profiles == 2
     bad = validate_program(_ref_program(planned=64))
     # The input's profile max, and the output the engine then produces, both exceed the plan.
     assert [e.code for e in bad.errors] == ["exceeds-planned-bounds", "exceeds-planned-output"]

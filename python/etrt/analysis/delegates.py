@@ -5,6 +5,7 @@ arguments in the order the runtime binds them."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -99,6 +100,13 @@ class DelegateInfo:
         return self.ref.backend_id == BACKEND_ID
 
     @property
+    def reference_engine(self) -> Optional[GpufreeEngine]:
+        """Deprecated: the old name of :attr:`gpufree_engine` (docs/gpufree-nvinfer.md)."""
+        warnings.warn("DelegateInfo.reference_engine is deprecated; read DelegateInfo.gpufree_engine",
+                      DeprecationWarning, stacklevel=2)
+        return self.gpufree_engine
+
+    @property
     def readable(self) -> bool:
         """A TensorRT delegate whose blob (and GPU-free NvInfer engine, if it is one) decoded."""
         return self.is_tensorrt and self.metadata is not None and self.engine_error is None
@@ -139,7 +147,7 @@ class DelegateInfo:
         if self.engine is None:
             return None
         if self.gpufree_engine is not None or self.engine_error is not None:
-            return "reference"
+            return "gpufree"
         return "tensorrt"
 
     def arguments(self) -> Optional[List[_blob.IoBinding]]:
