@@ -81,12 +81,14 @@ _SIGNATURES = {
     "etrt_text_data": (ctypes.c_void_p, [ctypes.c_void_p]),
     "etrt_text_size": (ctypes.c_size_t, [ctypes.c_void_p]),
     "etrt_text_free": (None, [ctypes.c_void_p]),
-    "etrt_blob_describe": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]),
-    "etrt_engine_describe": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]),
+    # The readers take `const void*`: c_void_p passes a bytes object's own buffer, or the address of bytes inside
+    # a larger buffer (a blob's engine section), so a large engine is never copied on the way in.
+    "etrt_blob_describe": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]),
+    "etrt_engine_describe": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]),
     "etrt_build_has_cuda": (ctypes.c_int, []),
     "etrt_device_memory": (ctypes.c_int, [ctypes.c_int32, ctypes.POINTER(ctypes.c_uint64)]),
     # Version 3: the loader's resolution of a blob against its engine (etrt._reader.resolve_delegate).
-    "etrt_delegate_resolve": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]),
+    "etrt_delegate_resolve": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]),
     # Version 4: the runtime's byte-count rule (etrt._reader.parse_byte_count).
     "etrt_parse_byte_count": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64)]),
 }
@@ -129,12 +131,12 @@ class CApi:
     def last_error(self) -> str:
         return (self.last_error_message() or b"").decode("utf-8", errors="replace")
 
-    def read(self, which: str, data: bytes):
+    def read(self, which: str, data, size: Optional[int] = None):
         """``(code, text)`` of ``etrt_<which>`` (``blob_describe``, ``engine_describe``, ``delegate_resolve``) on
-        ``data``: the JSON answer (OK), the refusal (E_FAILED, E_NOT_SUPPORTED), or None as text
-        (E_INVALID_ARGUMENT, E_NO_MEMORY)."""
+        ``data`` (bytes, or the address of ``size`` bytes the caller keeps alive): the JSON answer (OK), the refusal
+        (E_FAILED, E_NOT_SUPPORTED), or None as text (E_INVALID_ARGUMENT, E_NO_MEMORY)."""
         handle = ctypes.c_void_p()
-        code = getattr(self, which)(data, len(data), ctypes.byref(handle))
+        code = getattr(self, which)(data, len(data) if size is None else size, ctypes.byref(handle))
         if not handle.value:
             return code, None
         try:

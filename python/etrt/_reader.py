@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 _LOCK = threading.Lock()
 _API: Any = None
@@ -74,14 +74,41 @@ class Refused(Exception):
         self.not_supported = not_supported
 
 
-def _read(which: str, data: bytes) -> Dict[str, Any]:
+def _span(data: Any, offset: int = 0, size: Optional[int] = None) -> Tuple[Any, int]:
+    """``(argument, size)`` that hands ``data[offset:offset + size]`` (all of ``data`` by default) to a reader of the
+    C ABI. An engine may be hundreds of MiB and the reader decodes it into memory of its own, so the bytes are handed
+    over where they lie: a bytes object's own buffer (or an address inside it: a blob's engine section), or a
+    writable buffer's (a bytearray) through ctypes. Only a read-only view of something else is copied, as ctypes
+    cannot reach its address. The caller keeps ``data`` alive for the call."""
+    import ctypes
+
+    if not isinstance(data, bytes):
+        view = memoryview(data)
+        data = view.cast("B") if view.c_contiguous else view.tobytes()
+    total = len(data)
+    end = total if size is None else offset + size
+    if not 0 <= offset <= end <= total:
+        raise ValueError(f"bytes {offset}..{end} are outside a buffer of {total}")
+    if end == offset:
+        return b"", 0
+    if isinstance(data, bytes):
+        if offset == 0 and end == total:
+            return data, total
+        return ctypes.cast(data, ctypes.c_void_p).value + offset, end - offset
+    if not data.readonly:
+        return (ctypes.c_char * (end - offset)).from_buffer(data, offset), end - offset
+    return bytes(data[offset:end]), end - offset
+
+
+def _read(which: str, data: Any, offset: int = 0, size: Optional[int] = None) -> Dict[str, Any]:
     from . import _capi
 
-    code, text = api().read(which, bytes(data))
+    argument, size = _span(data, offset, size)
+    code, text = api().read(which, argument, size)
     if code == _capi.OK and text is not None:
         return json.loads(text)
     if text is None:
-        raise MemoryError(f"libetrt could not answer etrt_{which} on {len(data)} bytes (code {code})")
+        raise MemoryError(f"libetrt could not answer etrt_{which} on {size} bytes (code {code})")
     raise Refused(text, not_supported=code == _capi.E_NOT_SUPPORTED)
 
 
@@ -90,9 +117,10 @@ def describe_blob(data: bytes) -> Dict[str, Any]:
     return _read("blob_describe", data)
 
 
-def describe_engine(data: bytes) -> Dict[str, Any]:
-    """``etrt_engine_describe``: a GPU-free NvInfer engine as a dict; raises :class:`Refused`."""
-    return _read("engine_describe", data)
+def describe_engine(data: bytes, offset: int = 0, size: Optional[int] = None) -> Dict[str, Any]:
+    """``etrt_engine_describe``: a GPU-free NvInfer engine as a dict; raises :class:`Refused`. The engine is
+    ``data[offset:offset + size]`` (all of ``data`` by default), read in place."""
+    return _read("engine_describe", data, offset, size)
 
 
 def resolve_delegate(data: bytes) -> Dict[str, Any]:

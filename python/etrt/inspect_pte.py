@@ -116,7 +116,7 @@ def _delegate(d: DelegateInfo, plan: Optional[Dict[str, Any]]) -> Dict[str, Any]
         "regimes": sig.describe() if sig is not None else None,
         "signature_error": d.signature_error,
     }
-    eng: Dict[str, Any] = {"kind": d.engine_kind, "size": len(d.engine or b"")}
+    eng: Dict[str, Any] = {"kind": d.engine_kind, "size": d.engine_span[1] if d.engine_span is not None else 0}
     if d.gpufree_engine is not None:
         r = d.gpufree_engine
         eng["gpufree"] = {

@@ -137,6 +137,23 @@ def test_truncation_anywhere_in_the_op_table_is_refused_cleanly():
             read_gpufree_engine(reseal(data, payload[:-cut]))
 
 
+def test_an_engine_is_read_in_place_inside_a_larger_buffer():
+    """read_gpufree_engine(data, offset, size) reads data[offset:offset + size] where it lies (a blob's engine
+    section, not copied out): the same engine as from its own bytes, whether the buffer is bytes, a bytearray or a
+    memoryview."""
+    engine = kv_engine()
+    whole = read_gpufree_engine(engine)
+    padded = b"\xff" * 13 + engine + b"tail"
+    for buffer in (padded, bytearray(padded), memoryview(padded)):
+        assert read_gpufree_engine(buffer, 13, len(engine)) == whole
+        assert try_read_gpufree_engine(buffer, 13, len(engine)) == (whole, None)
+    assert try_read_gpufree_engine(padded, 0, len(engine)) == (None, None)  # not the engine's start
+    short, error = try_read_gpufree_engine(padded, 13, len(engine) - 1)  # the reader sees the span, not the buffer
+    assert short is None and "payload" in error
+    with pytest.raises(ValueError, match="outside"):
+        read_gpufree_engine(padded, 13, len(padded))
+
+
 # --- the shared vectors (tests/vectors/engine; tests/engine/format_test.cpp reads them too) -------------------
 
 import importlib.util  # noqa: E402

@@ -424,6 +424,32 @@ def test_reader_reports_truncated_segments_clearly(sample_files):
         read_pte(data[:program_size - 8])
 
 
+@pytest.mark.parametrize("storage", STORAGES)
+def test_reading_a_file_and_reading_its_bytes_agree(tmp_path, sample_files, storage):
+    """A regular file is read in parts (its header, its program, then each delegate's segment), not whole: the same
+    answer, or the same refusal, as for its bytes, whole, truncated anywhere, or with a corrupt extended header."""
+    data = sample_files[storage]
+    cases = [data[:n] for n in list(range(0, len(data), 1 if len(data) < 4000 else 7)) + [len(data) - 1, len(data)]]
+    if storage == "segment":
+        for at, fmt, value in ((12, "<I", 8), (24, "<Q", 16), (16, "<Q", len(data) + 1)):
+            bad = bytearray(data)
+            struct.pack_into(fmt, bad, at, value)
+            cases.append(bytes(bad))
+
+    def outcome(source):
+        try:
+            info = read_pte(source)
+        except PteError as e:
+            return str(e)
+        info.pop("path")
+        return info
+
+    path = tmp_path / "case.pte"
+    for case in cases:
+        path.write_bytes(case)
+        assert outcome(path) == outcome(case), len(case)
+
+
 def test_reader_rejects_corrupt_extended_header(sample_files):
     data = bytearray(sample_files["segment"])
     struct.pack_into("<I", data, 12, 8)  # header length below the minimum

@@ -889,6 +889,21 @@ def test_the_runtime_resolves_the_blob_against_its_engine_for_validate():
     assert "has an unknown kind" in refusal["message"]
 
 
+def test_a_delegates_engine_is_read_where_it_lies_in_the_blob():
+    """The blob holds the engine, and an engine may be hundreds of MiB: a delegate keeps where it is in the blob
+    (engine_span) rather than a second copy, and the runtime's reader is handed it in place. The engine bytes are
+    still there, as bytes, and a result still pickles."""
+    import pickle
+
+    r = validate_program(_one_io_program())
+    (d,) = r.delegates
+    offset, size = d.engine_span
+    assert isinstance(d.engine, bytes) and d.engine == d.data[offset:offset + size] and d.engine[:4] == b"ETRF"
+    assert d.gpufree_engine == read_gpufree_engine(d.engine) and d.engine_kind == "reference"
+    again = pickle.loads(pickle.dumps(r))
+    assert again.delegates[0] == d and again.delegates[0].engine == d.engine
+
+
 def test_a_cuda_mode_engine_does_not_warn_on_a_cuda_build_and_checks_its_scratch_against_the_device(monkeypatch):
     from etrt import _reader
 

@@ -79,7 +79,8 @@ class DelegateInfo:
     tensor_args: Optional[List[TensorArg]] = None
     header: Optional[Dict[str, Any]] = None
     metadata: Optional[_blob.Metadata] = None
-    engine: Optional[bytes] = field(default=None, repr=False)
+    #: where the blob's engine section is in :attr:`data`, (offset, size), once the blob has been read
+    engine_span: Optional[Tuple[int, int]] = field(default=None, repr=False)
     blob_error: Optional[str] = None
     gpufree_engine: Optional[GpufreeEngine] = None
     engine_error: Optional[str] = None
@@ -98,6 +99,15 @@ class DelegateInfo:
     @property
     def is_tensorrt(self) -> bool:
         return self.ref.backend_id == BACKEND_ID
+
+    @property
+    def engine(self) -> Optional[bytes]:
+        """The blob's engine bytes, or None. A copy made on each call: an engine is most of a blob, which
+        :attr:`data` already holds, so it is not kept twice (:attr:`engine_span` says where it is)."""
+        if self.engine_span is None:
+            return None
+        offset, size = self.engine_span
+        return self.data[offset:offset + size]
 
     @property
     def reference_engine(self) -> Optional[GpufreeEngine]:
@@ -144,7 +154,7 @@ class DelegateInfo:
 
     @property
     def engine_kind(self) -> Optional[str]:
-        if self.engine is None:
+        if self.engine_span is None:
             return None
         if self.gpufree_engine is not None or self.engine_error is not None:
             return "gpufree"

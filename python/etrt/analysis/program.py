@@ -9,6 +9,7 @@ import struct
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .. import blob as _blob
+from ..blob.reader import parse_blob_in_place
 from ..gpufree import try_read_gpufree_engine
 from ..signature import Signature, SignatureError
 from .delegates import DelegateCall, DelegateInfo, DelegateRef, TensorArg
@@ -96,22 +97,27 @@ def decode_blob(d: DelegateInfo) -> None:
     blob against a GPU-free NvInfer engine) or why it cannot be read."""
     if not d.is_tensorrt:
         return
+    if not isinstance(d.data, bytes):
+        d.data = bytes(d.data)  # engine_span indexes it
     data = d.data
     if len(data) >= _blob.HEADER_SIZE and data[:4] in (_blob.MAGIC_TR01, _blob.MAGIC_TR02):
         magic, mo, ms, eo, es, _ = struct.unpack(_blob.HEADER_FORMAT, data[:_blob.HEADER_SIZE])
         d.header = {"magic": magic.decode(), "metadata_offset": mo, "metadata_size": ms,
                     "engine_offset": eo, "engine_size": es, "blob_size": len(data)}
     try:
-        d.metadata, d.engine = _blob.parse_blob(data)
+        d.metadata, eo, es = parse_blob_in_place(data)
     except _blob.BlobError as e:
         d.blob_error = str(e)
         return
+    # The engine is most of the blob, which d.data keeps: where it is rather than a copy of it, and the runtime's
+    # reader is handed it in place.
+    d.engine_span = (eo, es)
     if d.metadata.profile_signature is not None:
         try:
             d.blob_signature = Signature.from_blob(d.metadata.profile_signature)
         except SignatureError as e:
             d.signature_error = str(e)
-    d.gpufree_engine, d.engine_error = try_read_gpufree_engine(d.engine)
+    d.gpufree_engine, d.engine_error = try_read_gpufree_engine(data, eo, es)
     if d.gpufree_engine is not None:
         from .. import _reader
 

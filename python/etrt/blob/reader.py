@@ -52,6 +52,12 @@ def describe_blob(data: bytes) -> Dict[str, Any]:
 def parse_blob(data: bytes) -> Tuple[Metadata, bytes]:
     """Reads a blob; returns (metadata, engine bytes) or raises :class:`BlobError`."""
     data = bytes(data)
+    metadata, eo, es = parse_blob_in_place(data)
+    return metadata, data[eo:eo + es]
+
+
+def parse_blob_in_place(data: bytes) -> Tuple[Metadata, int, int]:
+    """As :func:`parse_blob`, but where the engine is rather than a copy of it: (metadata, engine offset, engine
+    size). For readers that keep the blob anyway and would otherwise hold its largest part twice."""
     d = describe_blob(data)
-    eo, es = d["engine_offset"], d["engine_size"]
-    return metadata_from_dict(d["metadata"]), data[eo:eo + es]
+    return metadata_from_dict(d["metadata"]), d["engine_offset"], d["engine_size"]

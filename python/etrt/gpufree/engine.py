@@ -172,7 +172,7 @@ def engine_from_description(d: Dict[str, Any]) -> GpufreeEngine:
     )
 
 
-def read_gpufree_engine(data: bytes) -> GpufreeEngine:
+def read_gpufree_engine(data: bytes, offset: int = 0, size: Optional[int] = None) -> GpufreeEngine:
     """Reads a GPU-free NvInfer engine with the runtime's own deserializer (through
     libetrt), raising :class:`GpufreeEngineError` with the runtime's message
     for anything it refuses: a wrong magic or version, a payload size or
@@ -181,22 +181,26 @@ def read_gpufree_engine(data: bytes) -> GpufreeEngine:
     are empty, repeated, too long, not UTF-8 or hold a NUL, out-of-range tensor
     ids, a non-finite scale, shapes that do not flow through the ops at some
     profile's min, opt or max, and scratch memory above the limit. Raises
-    :class:`etrt._reader.ReaderUnavailable` where no libetrt can be loaded."""
+    :class:`etrt._reader.ReaderUnavailable` where no libetrt can be loaded.
+    The engine is ``data[offset:offset + size]`` (all of ``data`` by default):
+    a blob's engine section is read where it lies, not copied out."""
     from .. import _reader
 
     try:
-        return engine_from_description(_reader.describe_engine(bytes(data)))
+        return engine_from_description(_reader.describe_engine(data, offset, size))
     except _reader.Refused as e:
         raise GpufreeEngineError(str(e)) from None
 
 
-def try_read_gpufree_engine(data: bytes) -> Tuple[Optional[GpufreeEngine], Optional[str]]:
+def try_read_gpufree_engine(data: bytes, offset: int = 0,
+                            size: Optional[int] = None) -> Tuple[Optional[GpufreeEngine], Optional[str]]:
     """``(engine, None)`` for a readable GPU-free NvInfer engine, ``(None, error)`` for
     one the runtime refuses, ``(None, None)`` when ``data`` is not a GPU-free
-    NvInfer engine."""
-    if not is_gpufree_engine(data):
+    NvInfer engine. ``offset`` and ``size`` as :func:`read_gpufree_engine`'s."""
+    end = len(data) if size is None else offset + size
+    if not is_gpufree_engine(memoryview(data)[offset:min(end, offset + 4)]):
         return None, None
     try:
-        return read_gpufree_engine(data), None
+        return read_gpufree_engine(data, offset, size), None
     except GpufreeEngineError as e:
         return None, str(e)

@@ -9,12 +9,13 @@ import json
 import math
 import os
 import re
+import stat
 import tempfile
-from typing import Any, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, BinaryIO, Dict, Mapping, Optional, Sequence, Union
 
 from ..analysis.placement import device_of
 from ..dtypes import DTYPES, SCALAR_TYPE_TO_DTYPE
-from .format import FILE_IDENTIFIER, PteError
+from .format import EXTENDED_HEADER_LENGTH, EXTENDED_HEADER_OFFSET, FILE_IDENTIFIER, PteError
 from .schema import load_schema
 from .toolchain import Toolchain, find_toolchain, run_flatc
 from .verify import Verifier, parse_header
@@ -61,32 +62,52 @@ def read_pte(source: Union[str, os.PathLike, bytes, bytearray, memoryview],
     identifier, truncated, offsets out of range, segment out of range),
     ToolchainError if flatc/schema are missing, OSError if unreadable.
     """
-    path: Optional[str] = None
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
-    else:
-        path = os.fspath(source)
-        with open(path, "rb") as f:
+        return _read_pte(data, len(data), None, None, toolchain)
+    path = os.fspath(source)
+    with open(path, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
             data = f.read()
+            return _read_pte(data, len(data), None, path, toolchain)
+        # A regular file is read in parts: its header, its program, then each segment a delegate stores its data
+        # in straight into the bytes returned, so a large delegate is in memory once, not also in a copy of the file.
+        return _read_pte(f.read(EXTENDED_HEADER_OFFSET + EXTENDED_HEADER_LENGTH), info.st_size, f, path, toolchain)
+
+
+def _read_pte(data: bytes, file_size: int, file: Optional[BinaryIO], path: Optional[str],
+              toolchain: Optional[Toolchain]) -> Dict[str, Any]:
+    """read_pte of a file of ``file_size`` bytes. ``data``: all of them, or (with ``file``, open on the file) only
+    its beginning, for parse_header; the program and the segments are then read from ``file``."""
     tc = toolchain or find_toolchain()
     schema = load_schema(tc)
     identifier = schema.file_identifier or FILE_IDENTIFIER
-    program_size, eh = parse_header(data, identifier)
+    program_size, eh = parse_header(data, identifier, file_size)
+    if file is not None:
+        file.seek(0)
+        data = file.read(program_size)
+        if len(data) != program_size:
+            raise PteError(f"truncated .pte: {path} was {file_size} bytes when opened, and then ended at byte "
+                           f"{len(data)} of its {program_size}-byte program (did it change while it was read?)")
     ver = Verifier(memoryview(data)[:program_size], schema)
     ver.verify()
 
-    # flatc prints [ubyte] one number per line; hand it a copy in which the
-    # opaque byte vectors are empty and put their bytes back afterwards.
-    patched = bytearray(data[:program_size])
-    blobs = []
-    for vpath, len_pos, start, n in ver.byte_vectors:
-        blobs.append((vpath, bytes(data[start:start + n])))
-        if n:
-            patched[len_pos:len_pos + 4] = b"\0\0\0\0"
+    # flatc prints [ubyte] one number per line; hand it the program with the
+    # opaque byte vectors empty (their lengths zeroed) and put their bytes back
+    # afterwards. It is written in pieces rather than patched in a copy: a
+    # program may hold large delegates inline.
+    blobs = [(vpath, bytes(data[start:start + n])) for vpath, _, start, n in ver.byte_vectors]
+    zeroed = sorted({len_pos for _, len_pos, _, n in ver.byte_vectors if n})
     with tempfile.TemporaryDirectory(prefix="etrt-pte-") as tmp:
         bin_path = os.path.join(tmp, "program.bin")
         with open(bin_path, "wb") as f:
-            f.write(patched)
+            view, at = memoryview(data), 0
+            for len_pos in zeroed:
+                f.write(view[at:len_pos])  # empty where two length fields overlap
+                f.write(bytes(len_pos + 4 - max(at, len_pos)))
+                at = len_pos + 4
+            f.write(view[at:program_size])
         run_flatc(tc, ["--json", "--raw-binary", "--strict-json", "--defaults-json",
                         "-o", tmp, tc.program_fbs, "--", bin_path], "decoding the program")
         with open(os.path.join(tmp, "program.json"), encoding="utf-8") as f:
@@ -116,10 +137,18 @@ def read_pte(source: Union[str, os.PathLike, bytes, bytearray, memoryview],
                                    f"the program has {len(segments)}")
                 seg = segments[idx]
                 start = eh["segment_base_offset"] + seg["offset"]
-                if start + seg["size"] > len(data):
+                if start + seg["size"] > file_size:
                     raise PteError(f"truncated .pte: segment {idx} of {where} ends at byte "
-                                   f"{start + seg['size']}, the file has {len(data)}")
-                blob = data[start:start + seg["size"]]
+                                   f"{start + seg['size']}, the file has {file_size}")
+                if file is None:
+                    blob = data[start:start + seg["size"]]
+                else:
+                    file.seek(start)
+                    blob = file.read(seg["size"])
+                    if len(blob) != seg["size"]:
+                        raise PteError(f"truncated .pte: segment {idx} of {where} ends at byte "
+                                       f"{start + seg['size']}, the file ended at byte {start + len(blob)} "
+                                       "(did it change while it was read?)")
             else:
                 raise PteError(f"corrupt .pte: {where} has unknown data location {loc!r}")
             delegates.append({
@@ -135,7 +164,7 @@ def read_pte(source: Union[str, os.PathLike, bytes, bytearray, memoryview],
             })
     return {
         "path": path,
-        "file_size": len(data),
+        "file_size": file_size,
         "identifier": identifier.decode(),
         "extended_header": eh,
         "program": program,

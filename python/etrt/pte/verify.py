@@ -202,11 +202,16 @@ def _le(data: bytes, off: int, size: int) -> int:
     return int.from_bytes(data[off:off + size], "little")
 
 
-def parse_header(data: bytes, identifier: bytes) -> Tuple[int, Optional[Dict[str, int]]]:
+def parse_header(data: bytes, identifier: bytes, size: Optional[int] = None) -> Tuple[int, Optional[Dict[str, int]]]:
     """Returns (program_size, extended header or None) after checking the
-    identifier and the extended header against the data length."""
-    if len(data) < 8:
-        raise PteError(f"not a .pte: {len(data)} bytes is too short for a flatbuffer header")
+    identifier and the extended header against the file's size: ``size``
+    where ``data`` is only the file's beginning (its first
+    EXTENDED_HEADER_OFFSET + EXTENDED_HEADER_LENGTH bytes, or all of a shorter
+    file), else ``len(data)``."""
+    if size is None:
+        size = len(data)
+    if size < 8:
+        raise PteError(f"not a .pte: {size} bytes is too short for a flatbuffer header")
     ident = bytes(data[4:8])
     if ident != identifier:
         if ident[:2] == b"ET":
@@ -215,10 +220,10 @@ def parse_header(data: bytes, identifier: bytes) -> Tuple[int, Optional[Dict[str
                 f"this reader's schema expects {identifier!r}")
         raise PteError(f"not a .pte: file identifier {ident!r} is not {identifier!r}")
     eh = None
-    program_size = len(data)
+    program_size = size
     if bytes(data[EXTENDED_HEADER_OFFSET:EXTENDED_HEADER_OFFSET + 4]) == EXTENDED_HEADER_MAGIC:
         h = EXTENDED_HEADER_OFFSET
-        if len(data) < h + EXTENDED_HEADER_MIN_LENGTH:
+        if size < h + EXTENDED_HEADER_MIN_LENGTH:
             raise PteError("truncated .pte: the extended header is cut off")
         length = _le(data, h + 4, 4)
         if length < EXTENDED_HEADER_MIN_LENGTH:
@@ -232,18 +237,18 @@ def parse_header(data: bytes, identifier: bytes) -> Tuple[int, Optional[Dict[str
         program_size = eh["program_size"]
         if program_size < 8 + length:
             raise PteError(f"corrupt .pte: extended header program_size {program_size} is too small")
-        if program_size > len(data):
+        if program_size > size:
             raise PteError(
                 f"truncated .pte: the extended header says the program is {program_size} bytes, "
-                f"the file has {len(data)}")
+                f"the file has {size}")
         base = eh["segment_base_offset"]
         if base and base < program_size:
             raise PteError(f"corrupt .pte: segment_base_offset {base} < program_size {program_size}")
         expected = base + eh["segment_data_size"] if base else program_size
-        if expected > len(data):
+        if expected > size:
             raise PteError(
                 f"truncated .pte: the extended header says the file is {expected} bytes, "
-                f"it has {len(data)}")
+                f"it has {size}")
     return program_size, eh
 
 
