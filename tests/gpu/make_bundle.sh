@@ -39,7 +39,7 @@ for b in "${BINARIES[@]}"; do strip -o "$OUT/$(basename "$b")" "$BUILD/$b"; done
 cp "$BUILD/tests/gpu/fixtures/"*.pte "$BUILD/tests/gpu/fixtures/decoder_weights."{bin,json} "$OUT/fixtures/"
 # tests/backend's host-mode fixtures (same names): the Module suite runs on them beside the CUDA-mode ones.
 cp "$BUILD/tests/backend/fixtures/"*.pte "$OUT/host_fixtures/"
-cp "$ROOT/tests/gpu/run_bundle.sh" "$OUT/"
+cp "$ROOT/tests/gpu/run_bundle.sh" "$ROOT/tests/gpu/repeat_under_sanitizer.sh" "$OUT/"
 # Device-placed exports, for etrt_gpu_device_placed_tests and the Python run (run_device_placed_python.sh).
 if [[ -f "$BUILD/device_placed/manifest.json" ]]; then
   cp -r "$BUILD/device_placed" "$OUT/device_placed"
