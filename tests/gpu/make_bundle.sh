@@ -40,6 +40,16 @@ cp "$BUILD/tests/gpu/fixtures/"*.pte "$BUILD/tests/gpu/fixtures/decoder_weights.
 # tests/backend's host-mode fixtures (same names): the Module suite runs on them beside the CUDA-mode ones.
 cp "$BUILD/tests/backend/fixtures/"*.pte "$OUT/host_fixtures/"
 cp "$ROOT/tests/gpu/run_bundle.sh" "$ROOT/tests/gpu/repeat_under_sanitizer.sh" "$OUT/"
+# elfutils' eu-stack and the libraries it needs beyond libc and libstdc++, for repeat_under_sanitizer.sh's stack
+# dumps on machines without gdb; left out (and said) when this machine has no elfutils.
+if command -v eu-stack > /dev/null; then
+  mkdir -p "$OUT/debug" && cp -L "$(command -v eu-stack)" "$OUT/debug/"
+  ldd "$(command -v eu-stack)" | awk '/=> \// {print $3}' | grep -E 'lib(dw|elf|bz2|lzma|z)\.so' |
+    xargs -I{} cp -L {} "$OUT/debug/"
+else
+  echo "make_bundle.sh: no eu-stack here (apt-get install elfutils): repeat_under_sanitizer.sh will dump kernel" \
+       "stacks only on a machine without gdb" >&2
+fi
 # Device-placed exports, for etrt_gpu_device_placed_tests and the Python run (run_device_placed_python.sh).
 if [[ -f "$BUILD/device_placed/manifest.json" ]]; then
   cp -r "$BUILD/device_placed" "$OUT/device_placed"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # On the GPU machine, from a bundle made by make_bundle.sh: runs one GPU suite's tests ROUNDS times, under a
 # compute-sanitizer tool or plainly, to catch an intermittent stall. A round still running after STALL_S seconds
-# (default 60) has every thread's stack written to <log-dir>/stacks.txt (gdb when the machine has it, else each
-# thread's /proc wait channel and kernel stack), is killed, and ends the run; each round's log is kept.
+# (default 60) has every thread's stack written to <log-dir>/stacks.txt (gdb when the machine has it, else elfutils'
+# eu-stack, else each thread's /proc wait channel and kernel stack), is killed, and ends the run; each round's log is
+# kept. Frames in the bundle's stripped binaries show as offsets: resolve them against the build tree's unstripped
+# files (addr2line -f -C -e build-cuda/src/libetrt.so.0 <offset>).
 #
 #   repeat_under_sanitizer.sh <log-dir> <rounds> <suite> <gtest-filter> <memcheck|racecheck|initcheck|none>
 #   e.g. repeat_under_sanitizer.sh LOGS 20 etrt_gpu_module_tests 'SharedScratchCuda.*' memcheck
@@ -13,6 +15,9 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 LOGS=${1:?usage: repeat_under_sanitizer.sh LOG_DIR ROUNDS SUITE FILTER TOOL}
 ROUNDS=${2:?} SUITE=${3:?} FILTER=${4:?} TOOL=${5:?}
 STALL_S=${STALL_S:-60}
+# elfutils' eu-stack when the machine lacks gdb: the bundle's copy (make_bundle.sh stages it from the build
+# machine, with the libraries it needs, when elfutils is installed there), else the machine's.
+EU_STACK=$([[ -x $HERE/debug/eu-stack ]] && echo "$HERE/debug/eu-stack" || command -v eu-stack)
 export LD_LIBRARY_PATH="$HERE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export ETRT_GPU_FIXTURE_DIR="$HERE/fixtures" ETRT_HOST_FIXTURE_DIR="$HERE/host_fixtures"
 export ETRT_DEVICE_PLACED_DIR="$HERE/device_placed"
@@ -34,6 +39,9 @@ for round in $(seq 1 "$ROUNDS"); do
       echo "== pid $p: $(tr '\0' ' ' < "/proc/$p/cmdline" | cut -c1-120)"
       if command -v gdb > /dev/null; then
         gdb -p "$p" -batch -ex "thread apply all bt" 2>&1
+      elif [[ -n $EU_STACK ]]; then
+        LD_LIBRARY_PATH="$(dirname "$EU_STACK"):$HERE/fallback" "$EU_STACK" -p "$p" -i -m -s 2>&1
+        grep -E ' r-xp .*\.so|r-xp .*/etrt_' "/proc/$p/maps"  # where each library's code is: address - start = offset
       else
         for t in /proc/"$p"/task/*; do
           echo "-- thread ${t##*/} $(cat "$t/comm") state $(cut -d' ' -f3 "$t/stat") waits in $(cat "$t/wchan")"
