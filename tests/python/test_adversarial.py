@@ -9,7 +9,6 @@ docs/limits.md describes the limits the corpus probes.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -18,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _generated import assert_matches_fresh_generation
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "adversarial"
@@ -121,12 +121,4 @@ def test_inspect_json_of_the_largest_readable_file_is_bounded():
 
 
 def test_committed_corpus_matches_a_fresh_generation(tmp_path):
-    spec = importlib.util.spec_from_file_location("make_corpus", CORPUS / "make_corpus.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.write_all(tmp_path)
-    fresh = sorted(p.name for p in tmp_path.iterdir())
-    committed = sorted(p.name for p in CORPUS.iterdir() if p.suffix in (".pte", ".json"))
-    assert fresh == committed
-    for name in fresh:
-        assert (tmp_path / name).read_bytes() == (CORPUS / name).read_bytes(), name
+    assert_matches_fresh_generation(CORPUS / "make_corpus.py", (".pte", ".json"), tmp_path)

@@ -4,13 +4,13 @@ The C++ side (tests/blob) checks the same vectors, so both writers produce the
 same bytes; the reader is one, src/blob's, reached here through libetrt.
 """
 
-import importlib.util
 import json
 import random
 import struct
 from pathlib import Path
 
 import pytest
+from _generated import assert_matches_fresh_generation
 
 from etrt import blob
 from etrt.blob import (
@@ -131,17 +131,7 @@ def test_invalid_vector_is_refused_with_the_shared_message(case):
 
 
 def test_committed_vectors_match_a_fresh_generation(tmp_path):
-    spec = importlib.util.spec_from_file_location("make_vectors", VECTOR_DIR / "make_vectors.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.write_all(tmp_path)
-    fresh = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
-    committed = sorted(
-        p.relative_to(VECTOR_DIR) for p in VECTOR_DIR.rglob("*") if p.is_file() and p.suffix in (".json", ".blob")
-    )
-    assert fresh == committed
-    for rel in fresh:
-        assert (tmp_path / rel).read_bytes() == (VECTOR_DIR / rel).read_bytes(), rel
+    assert_matches_fresh_generation(VECTOR_DIR / "make_vectors.py", (".json", ".blob"), tmp_path)
 
 
 def test_no_padding_vector_really_has_no_padding():

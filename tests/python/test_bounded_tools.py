@@ -9,7 +9,6 @@ for the log (pytest -s).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import resource
 import struct
@@ -19,20 +18,14 @@ import time
 from pathlib import Path
 
 import pytest
+from _generated import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU_LIMIT_S = 10.0
 MEMORY_LIMIT = 256 * 2**20
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-C = _load("make_corpus", ROOT / "tests" / "adversarial" / "make_corpus.py")
+C = load_script(ROOT / "tests" / "adversarial" / "make_corpus.py")
 E = C.E
 
 _FNV_PRIME = 16777619

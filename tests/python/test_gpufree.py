@@ -7,6 +7,7 @@ import struct
 import pytest
 
 import _builders as B
+from _generated import assert_matches_fresh_generation, load_script
 from etrt.gpufree import (OP_RECORD_SIZE, GpufreeEngineError, checksum, read_gpufree_engine,
                           try_read_gpufree_engine)
 
@@ -156,7 +157,6 @@ def test_an_engine_is_read_in_place_inside_a_larger_buffer():
 
 # --- the shared vectors (tests/vectors/engine; tests/engine/format_test.cpp reads them too) -------------------
 
-import importlib.util  # noqa: E402
 import json  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -167,11 +167,9 @@ INVALID_ENGINES = json.loads((ENGINE_VECTORS / "invalid" / "invalid.json").read_
 
 @pytest.mark.parametrize("case", VALID_ENGINES)
 def test_valid_engine_vector_decodes_to_its_description(case):
-    spec = importlib.util.spec_from_file_location("make_engine_vectors", ENGINE_VECTORS / "make_vectors.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     data = (ENGINE_VECTORS / f"{case}.engine").read_bytes()
-    assert module.describe(data) == json.loads((ENGINE_VECTORS / f"{case}.json").read_text())
+    described = load_script(ENGINE_VECTORS / "make_vectors.py").describe(data)
+    assert described == json.loads((ENGINE_VECTORS / f"{case}.json").read_text())
 
 
 @pytest.mark.parametrize("case", INVALID_ENGINES, ids=[c["case"] for c in INVALID_ENGINES])
@@ -193,16 +191,7 @@ def test_every_invalid_engine_vector_is_listed():
 
 
 def test_committed_engine_vectors_match_a_fresh_generation(tmp_path):
-    spec = importlib.util.spec_from_file_location("make_engine_vectors", ENGINE_VECTORS / "make_vectors.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.write_all(tmp_path)
-    fresh = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
-    committed = sorted(p.relative_to(ENGINE_VECTORS) for p in ENGINE_VECTORS.rglob("*")
-                       if p.is_file() and p.suffix in (".json", ".engine"))
-    assert fresh == committed
-    for rel in fresh:
-        assert (tmp_path / rel).read_bytes() == (ENGINE_VECTORS / rel).read_bytes(), rel
+    assert_matches_fresh_generation(ENGINE_VECTORS / "make_vectors.py", (".json", ".engine"), tmp_path)
 
 
 def test_the_scratch_an_engine_asks_for_is_capped_at_64_gib():

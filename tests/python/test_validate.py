@@ -6,6 +6,7 @@ import struct
 import pytest
 
 import _builders as B
+from _generated import load_script
 from etrt import blob
 from etrt.pte import PteError, read_pte
 from etrt.gpufree import GpufreeEngineError, read_gpufree_engine
@@ -759,13 +760,9 @@ GROW_OUT = [("h", "float32", [1, -1, 8])]
 
 def _grow_engine(max_seq=128, out_decl=(1, -1, 8)):
     """ids [1, S] -> embedding (table [16, 8]) -> h [1, S, 8]; profile 0 decode, profile 1 prefill 2..max_seq."""
-    import importlib.util
     from pathlib import Path
 
-    spec = importlib.util.spec_from_file_location(
-        "engine_vectors", Path(__file__).resolve().parents[1] / "vectors" / "engine" / "make_vectors.py")
-    E = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(E)
+    E = load_script(Path(__file__).resolve().parents[1] / "vectors" / "engine" / "make_vectors.py")
     return E.engine(label="grow", io=[E.inp("ids", E.I64, [1, -1]), E.out("h", E.F32, list(out_decl))],
                     constants=[("table", [16, 8], 128)],
                     profiles=[[([1, 1], [1, 1], [1, 1])], [([1, 2], [1, 64], [1, max_seq])]],
