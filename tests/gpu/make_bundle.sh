@@ -39,7 +39,7 @@ for b in "${BINARIES[@]}"; do strip -o "$OUT/$(basename "$b")" "$BUILD/$b"; done
 cp "$BUILD/tests/gpu/fixtures/"*.pte "$BUILD/tests/gpu/fixtures/decoder_weights."{bin,json} "$OUT/fixtures/"
 # tests/backend's host-mode fixtures (same names): the Module suite runs on them beside the CUDA-mode ones.
 cp "$BUILD/tests/backend/fixtures/"*.pte "$OUT/host_fixtures/"
-cp "$ROOT/tests/gpu/run_bundle.sh" "$ROOT/tests/gpu/repeat_under_sanitizer.sh" "$OUT/"
+cp "$ROOT/tests/gpu/run_bundle.sh" "$ROOT/tests/gpu/repeat_under_sanitizer.sh" "$ROOT/tests/gpu/bundle_env.sh" "$OUT/"
 # elfutils' eu-stack and the libraries it needs beyond libc and libstdc++, for repeat_under_sanitizer.sh's stack
 # dumps on machines without gdb; left out (and said) when this machine has no elfutils.
 if command -v eu-stack > /dev/null; then

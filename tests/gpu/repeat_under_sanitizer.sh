@@ -18,9 +18,7 @@ STALL_S=${STALL_S:-60}
 # elfutils' eu-stack when the machine lacks gdb: the bundle's copy (make_bundle.sh stages it from the build
 # machine, with the libraries it needs, when elfutils is installed there), else the machine's.
 EU_STACK=$([[ -x $HERE/debug/eu-stack ]] && echo "$HERE/debug/eu-stack" || command -v eu-stack)
-export LD_LIBRARY_PATH="$HERE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export ETRT_GPU_FIXTURE_DIR="$HERE/fixtures" ETRT_HOST_FIXTURE_DIR="$HERE/host_fixtures"
-export ETRT_DEVICE_PLACED_DIR="$HERE/device_placed"
+source "$HERE/bundle_env.sh" "$HERE"
 [[ $TOOL == none ]] || export ETRT_GPU_TESTS_UNDER_SANITIZER=1
 mkdir -p "$LOGS"
 status=0
@@ -40,7 +38,7 @@ for round in $(seq 1 "$ROUNDS"); do
       if command -v gdb > /dev/null; then
         gdb -p "$p" -batch -ex "thread apply all bt" 2>&1
       elif [[ -n $EU_STACK ]]; then
-        LD_LIBRARY_PATH="$(dirname "$EU_STACK"):$HERE/fallback" "$EU_STACK" -p "$p" -i -m -s 2>&1
+        LD_LIBRARY_PATH="$(dirname "$EU_STACK"):$LD_LIBRARY_PATH" "$EU_STACK" -p "$p" -i -m -s 2>&1
         grep -E ' r-xp .*\.so|r-xp .*/etrt_' "/proc/$p/maps"  # where each library's code is: address - start = offset
       else
         for t in /proc/"$p"/task/*; do

@@ -20,13 +20,9 @@ shift || true
 mkdir -p "$LOGS"
 SUMMARY="$LOGS/summary.txt"
 : > "$SUMMARY"
-export LD_LIBRARY_PATH="$HERE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export ETRT_GPU_FIXTURE_DIR="$HERE/fixtures"
-export ETRT_HOST_FIXTURE_DIR="$HERE/host_fixtures"
-export ETRT_DEVICE_PLACED_DIR="$HERE/device_placed"
-if ! "$HERE/etrt_gpu_engine_tests" --gtest_list_tests > /dev/null 2>&1; then
+source "$HERE/bundle_env.sh" "$HERE"
+if ((ETRT_BUNDLE_FALLBACK)); then
   echo "the machine's C++ runtime is older than the build's: using fallback/" | tee -a "$SUMMARY"
-  export LD_LIBRARY_PATH="$HERE/fallback:$LD_LIBRARY_PATH"
 fi
 {
   nvidia-smi -L
