@@ -128,7 +128,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------
 # pack
 
-_TENSOR_KEYS = {"name", "dtype", "shape", "dynamic", "dynamic_dims", "comment"}
+_TENSOR_KEYS = {"name", "dtype", "shape", "dynamic", "dynamic_dims", "planned", "comment"}
 _ENGINE_KEYS = {"plan", "inputs", "outputs", "profiles", "symbolic_dims", "hardware_compatible", "device_id",
                 "target_platform", "serialized_metadata", "backend_id", "compile_specs", "comment"}
 _TOP_KEYS = {"method", "inputs", "outputs", "intermediates", "engines", "delegate_storage", "comment"}
@@ -152,6 +152,8 @@ def _tensor_decl(t: Any, where: str) -> Dict[str, Any]:
             f"{where}.shape must be a list of non-negative integers (the upper-bound shape), got {t['shape']!r}")
     if "dynamic" in t:
         _expect(isinstance(t["dynamic"], bool), f"{where}.dynamic must be true or false")
+    if "planned" in t:
+        _expect(isinstance(t["planned"], bool), f"{where}.planned must be true or false")
     if "dynamic_dims" in t:
         dd = t["dynamic_dims"]
         _expect(isinstance(dd, list) and all(isinstance(d, int) and 0 <= d < len(t["shape"]) for d in dd),
@@ -225,6 +227,9 @@ def spec_from_description(desc: Any, base_dir: Path, plans: Sequence[str] = (),
         for i, t in enumerate(items):
             t = _tensor_decl(t, f"{role}[{i}]")
             _expect(t["name"] not in decls, f"tensor '{t['name']}' is declared twice")
+            _expect(role != "intermediates" or t.get("planned", True),
+                    f"{role}[{i}] '{t['name']}': an intermediate is planned memory (no caller gives it); drop "
+                    "'planned': false")
             decls[t["name"]] = t
             roles[t["name"]] = role
     if single:
@@ -328,8 +333,8 @@ def spec_from_description(desc: Any, base_dir: Path, plans: Sequence[str] = (),
         dtype_of[name] = dtypes.canonical(t["dtype"])
         if dtype_of[name] is None:
             raise PteError(dtypes.unknown_dtype(t["dtype"]))
-    values = [{"name": name, "dtype": dtype_of[name], "sizes": t["shape"], "dynamic": is_dynamic(name)}
-              for name, t in decls.items()]
+    values = [{"name": name, "dtype": dtype_of[name], "sizes": t["shape"], "dynamic": is_dynamic(name),
+               "planned": t.get("planned", True)} for name, t in decls.items()]
     calls = []
     for ei, (spec, engine, ins, outs, sig) in enumerate(engines):
         bindings = []

@@ -26,9 +26,20 @@ for b in "${BINARIES[@]}"; do strip -o "$OUT/$b" "$BUILD/tests/contract/$b"; don
 # The figures' benchmark, when the build has it (-DETRT_BUILD_BENCHMARKS=ON).
 BENCH="$BUILD/bench/nvidia/etrt_bench_nvidia_decode"
 [[ -x "$BENCH" ]] && strip -o "$OUT/etrt_bench_nvidia_decode" "$BENCH"
-ldd "${BINARIES[@]/#/$BUILD/tests/contract/}" | awk '/=> \// {print $1, $3}' | sort -u | while read -r name path; do
+# The real-LLM benchmark (bench/llm), when the build has it (NVIDIA's ONNX parser at TENSORRT_ROOT): the plan builder,
+# the runner, their Python side, the parser itself and the plugin library stub it loads (plugin_library_stub.cpp).
+LLM="$BUILD/bench/llm"
+LINKED=("${BINARIES[@]/#/$BUILD/tests/contract/}")
+if [[ -x "$LLM/etrt_bench_llm" && -x "$LLM/etrt_llm_build_plan" ]]; then
+  mkdir -p "$OUT/llm"
+  for b in etrt_bench_llm etrt_llm_build_plan; do strip -o "$OUT/$b" "$LLM/$b"; LINKED+=("$LLM/$b"); done
+  cp -L "$LLM/libnvinfer_plugin.so.8" "$(ldd "$LLM/etrt_llm_build_plan" | awk '/libnvonnxparser/ {print $3}')" "$OUT/"
+  cp "$ROOT"/bench/llm/*.py "$ROOT/bench/llm/run_llm.sh" "$OUT/llm/"
+fi
+ldd "${LINKED[@]}" | awk '/=> \// {print $1, $3}' | sort -u | while read -r name path; do
   case "$name" in
     libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|libstdc++.so.*|libgcc_s.so.*|ld-linux*|libnvinfer*) ;;
+    libnvonnxparser*) ;;
     *) cp -L "$path" "$OUT/$name" && strip --strip-unneeded "$OUT/$name" ;;
   esac
 done

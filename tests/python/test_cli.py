@@ -290,6 +290,33 @@ def test_pack_single_engine_description(tmp_path):
     assert insp["methods"][0]["delegates"][0]["profiles"]["count"] == 2
 
 
+def test_pack_tensors_the_runner_provides_are_not_planned(tmp_path):
+    # "planned": false: the runner gives the tensor's memory (set_input / set_output, e.g. device memory); the program
+    # reserves none for it. The others keep their planned slot.
+    desc = _llm_description(outputs=[{"name": "logits", "dtype": "float32", "shape": [1, 2048, 32000],
+                                      "dynamic_dims": [1], "planned": False}])
+    desc["inputs"][0]["planned"] = False
+    out = tmp_path / "model.pte"
+    p = etrt("pack", _write(tmp_path, desc), "-o", out)
+    assert p.returncode == 0, p.stderr
+    (d,) = validate_program(out).delegates
+    assert [a.value["planned"] for a in d.tensor_args] == [False, True, False]
+
+
+def test_pack_refuses_an_intermediate_the_runner_would_provide(tmp_path):
+    (tmp_path / "a.plan").write_bytes(b"engine A")
+    (tmp_path / "b.plan").write_bytes(b"engine B")
+    desc = {"inputs": [{"name": "x", "dtype": "float32", "shape": [1, 4]}],
+            "intermediates": [{"name": "h", "dtype": "float32", "shape": [1, 4], "planned": False}],
+            "outputs": [{"name": "y", "dtype": "float32", "shape": [1, 4]}],
+            "engines": [{"plan": "a.plan", "inputs": ["x"], "outputs": ["h"]},
+                        {"plan": "b.plan", "inputs": ["h"], "outputs": ["y"]}]}
+    io = tmp_path / "io.json"
+    io.write_text(json.dumps(desc))
+    p = etrt("pack", io, "-o", tmp_path / "m.pte")
+    assert p.returncode == 2 and "an intermediate is planned memory" in one_error_line(p)
+
+
 def test_pack_several_engines_with_intermediates_and_plan_override(tmp_path):
     (tmp_path / "a.plan").write_bytes(b"engine A")
     (tmp_path / "b.plan").write_bytes(b"engine B")
@@ -385,6 +412,8 @@ PACK_BAD = [
     (_llm_description(inputs=[{"name": "input_ids", "dtype": "int64", "shape": [1, -5]}]), None,
      "non-negative integers"),
     (_llm_description(engines=[]), None, "unknown keys"),
+    (_llm_description(outputs=[{"name": "logits", "dtype": "float32", "shape": [1, 2048, 32000], "planned": 0}]),
+     None, "planned must be true or false"),
 ]
 
 
