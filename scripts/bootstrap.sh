@@ -7,7 +7,7 @@
 #     new enough for the wheel's imported targets (>= 3.28), pytest, and NumPy
 #     (the demo decoder's independent reference, tests/python/test_decoder_demo.py).
 # With --export, also .venv-export/: ExecuTorch's PyPI wheel with its dependencies
-# and the torch it was released with, and pytest, for the real-export suite
+# and the torch it was released with, pytest and onnx, for the real-export suite
 # (tests/export; scripts/test.sh pip-installs etrt into it).
 # Safe to run repeatedly; does nothing once everything is present.
 set -euo pipefail
@@ -108,5 +108,10 @@ if [[ "${1:-}" == "--export" ]]; then
   if ! HAVE_PY="$EPY" have executorch "$EXECUTORCH_VERSION" || ! HAVE_PY="$EPY" have pytest ">=7.0"; then
     echo "bootstrap: installing executorch==$EXECUTORCH_VERSION and pytest into $VENV_EXPORT"
     "$EPY" -m pip install -q "executorch==$EXECUTORCH_VERSION" "torch==$TORCH_VERSION" "pytest>=7"
+  fi
+  # ONNX, for the real-LLM pipeline's export (bench/llm, tests/export/test_llm_pipeline.py).
+  if ! HAVE_PY="$EPY" have onnx ">=1.16"; then
+    echo "bootstrap: installing onnx into $VENV_EXPORT"
+    "$EPY" -m pip install -q "onnx>=1.16"
   fi
 fi
