@@ -26,5 +26,5 @@ set(ETRT_FIXTURE_NAMES ${_etrt_shared_fixture_names}
 
 set(ETRT_GPU_FIXTURE_NAMES ${_etrt_shared_fixture_names}
     # cuda_fixtures()
-    llm_unplanned llm_device1 llm_device9 ws_cuda bench_cuda bench_cuda_unplanned bench_host bench_noop bench_graph
+    llm_unplanned llm_device1 llm_device9 ws_cuda bench_cuda bench_cuda_unplanned bench_cuda_unplanned_methods bench_host bench_noop bench_graph
     scratch_n1 scratch_n8 scratch_n32 bench_graph_grow)

@@ -703,6 +703,18 @@ bool cuda_fixtures() {
   ok &= write_blob("bench_cuda", llm_engine("bench_cuda", bench_profiles, MemoryKind::kDevice, false)) &&
         llm_spec("bench_cuda", "bench_cuda", 64, 64) &&
         llm_spec("bench_cuda_unplanned", "bench_cuda", 64, 64, /*planned=*/false);
+  // The same as two methods, "forward" and "again": two delegates of one load (tests/gpu/scratch_cuda_test.cpp).
+  {
+    std::vector<json> methods;
+    for (const char* method : {"forward", "again"}) {
+      json m = etrt::pte_spec::program({tensor("input_ids", "int64", {1, 64}, true, false),
+                                        tensor("logits", "float32", {1, 64, etrt::fixtures::kHidden}, true, false)},
+                                       {"input_ids"}, {"logits"}, {trt_call("bench_cuda", {"input_ids", "logits"})});
+      m["name"] = method;
+      methods.push_back(m);
+    }
+    ok &= write_methods("bench_cuda_unplanned_methods", methods);
+  }
   ok &= write_blob("bench_host", llm_engine("bench_host", bench_profiles, MemoryKind::kHost, false)) &&
         llm_spec("bench_host", "bench_host", 64, 64);
   // The CUDA-graph benchmark's decoder, tracing off.
