@@ -181,8 +181,8 @@ TEST(SharedScratchCuda, ACallOnAnotherStreamWaitsOnTheDeviceForThePoolsLastWork)
     etrt::CudaStreamGuard on(stream);
     EXPECT_EQ(module->set_output(method, from_blob(out.data(), {1, 64, fx::kHidden}, ScalarType::Float)),
               et::Error::Ok);
-    const auto result = module->execute(
-        method, from_blob(ids_memory.data(), {1, static_cast<int32_t>(ids.size())}, ScalarType::Long));
+    const auto result =
+        module->execute(method, from_blob(ids_memory.data(), {1, static_cast<int32_t>(ids.size())}, ScalarType::Long));
     EXPECT_TRUE(result.ok()) << etrt::last_error_message();
   };
   spin(a, 400);

@@ -370,8 +370,8 @@ class ArenaMethod {
       m->buffers_[i].resize(static_cast<size_t>(meta->memory_planned_buffer_size(i).get()));
       m->spans_.emplace_back(m->buffers_[i].data(), m->buffers_[i].size());
     }
-    m->planned_ = std::make_unique<et::HierarchicalAllocator>(et::Span<et::Span<uint8_t>>(m->spans_.data(),
-                                                                                          m->spans_.size()));
+    m->planned_ =
+        std::make_unique<et::HierarchicalAllocator>(et::Span<et::Span<uint8_t>>(m->spans_.data(), m->spans_.size()));
     m->memory_ = std::make_unique<et::MemoryManager>(&arena, m->planned_.get(), &m->temp_);
     const etrt::testing::LoadOptionsMap map(options);
     etrt::clear_last_error();
@@ -438,8 +438,8 @@ TEST_P(Stress, LoadsSharingOneMethodAllocatorShareOneScratchPoolAndComputeCorrec
         const auto v = static_cast<float>(i % 97);
         const std::vector<float> x = {v, static_cast<float>(t), -v, 1.0f};
         if (loads[t]->run(x) != etrt::fixtures::scratch_chain_expected(x)) {
-          failures.add("load " + std::to_string(t) + ", iteration " + std::to_string(i) + ": wrong output or failed: " +
-                       etrt::last_error_message());
+          failures.add("load " + std::to_string(t) + ", iteration " + std::to_string(i) +
+                       ": wrong output or failed: " + etrt::last_error_message());
           budget.stop();
           break;
         }
