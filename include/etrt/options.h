@@ -69,12 +69,12 @@ inline constexpr char kOptionCudaGraphs[] = "cuda_graphs";
 /// (each sharing delegate moves to it before its next execution, dropping its
 /// CUDA graphs), shrinks when the largest leaves and is freed with the last.
 /// Executions that share it are serialized, and work on another stream (a
-/// second Module of the program on another thread, another caller stream)
+/// another method of the Module on another thread, another caller stream)
 /// is ordered after the last one on the device, never overlapped. "The
-/// program": the NamedDataMap ExecuTorch gives its delegates (the scope of
-/// delegate-owned state, etrt/state.h); programs without named data share one
-/// buffer. context_per_profile's contexts share it too. docs/tensorrt.md,
-/// "Shared scratch".
+/// program" is one load: the methods of one Module share a buffer; two
+/// Modules (sessions over one Program included) hold one each, as for
+/// delegate-owned state (etrt/state.h). context_per_profile's contexts share
+/// it too. docs/tensorrt.md, "Shared scratch".
 inline constexpr char kOptionSharedScratch[] = "shared_scratch";
 /// bool, default false. Lets TensorRT run host code a plan carries: a
 /// version-compatible plan that embeds its lean runtime (built with

@@ -5,8 +5,10 @@
 /// `tag_mutated_buffer`. ExecuTorch then passes neither the buffer nor its new
 /// value; the blob's `delegate_state` key names them, and the delegate keeps
 /// them in storage of its own, on the engine's memory, from load to destroy,
-/// shared by name among the delegates of one program (a prefill method and a
-/// decode method over one cache). docs/design.md, decision 18.
+/// shared by name among the delegates of one load (a prefill method and a
+/// decode method of one Module over one cache). Each Module -- a second load of
+/// the file, or a session over a shared Program -- keeps its own, whether or
+/// not the program has a named-data table. docs/design.md, decision 18.
 ///
 /// @code
 ///   module.execute("prefill", prompt);

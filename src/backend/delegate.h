@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include <executorch/runtime/backend/backend_init_context.h>
 #include <executorch/runtime/core/evalue.h>
 #include <executorch/runtime/core/named_data_map.h>
 #include <executorch/runtime/core/span.h>
@@ -35,6 +36,15 @@
 
 namespace etrt::backend {
 
+// The scope of one load, which delegate-owned state (delegate_state.h) and the shared scratch pool (scratch_pool.h)
+// are shared within (docs/design.md, decisions 18 and 19): the method allocator ExecuTorch hands every delegate it
+// initializes for a Method. ExecuTorch's Module gives all its methods one allocator and every Module its own, so the
+// methods of one Module share, two Modules (or sessions over one shared Program) never do, whatever the program
+// carries. The address cannot be reused while a delegate of the scope lives: the delegate lives in that allocator.
+inline const void* load_scope(executorch::runtime::BackendInitContext& context) {
+  return context.get_runtime_allocator();
+}
+
 class Delegate {
  public:
   // `name`: "<method>#<n>", used in every message and report (cut to 63 bytes).
@@ -45,10 +55,11 @@ class Delegate {
 
   // Loads the TR01/TR02 blob at [blob, blob + size): the engine, its IO, aliases, profile table, delegate-owned state,
   // contexts and staging. `data` is the program's NamedDataMap (null when it has none): the initial values of the
-  // blob's delegate_state come from it, and it scopes the sharing of states by name. On failure the reason is in
-  // `why` (what was wrong and what to do) and the delegate is only fit for destruction.
+  // blob's delegate_state come from it. `scope` is the load's (load_scope()): states and the shared scratch pool are
+  // shared within it. On failure the reason is in `why` (what was wrong and what to do) and the delegate is only fit
+  // for destruction.
   [[nodiscard]] Error load(const void* blob, size_t size, const executorch::runtime::NamedDataMap* data,
-                           Diagnostic& why);
+                           const void* scope, Diagnostic& why);
 
   // One execution over ExecuTorch's arguments (inputs, then outputs). A refusal is reported as the thread's last
   // error, prefixed with the delegate's name, and leaves the delegate usable. `tracer`: the execution context's event
@@ -120,8 +131,8 @@ class Delegate {
   void adopt(const blob::Metadata& metadata, Resolution& io);
   Error apply_weight_streaming(Diagnostic& why);
   Error bind_state(const blob::Metadata& metadata, const std::vector<ResolvedState>& states,
-                   const executorch::runtime::NamedDataMap* data, Diagnostic& why);
-  Error create_contexts(engine::StreamHandle stream, const void* program, Diagnostic& why);
+                   const executorch::runtime::NamedDataMap* data, const void* scope, Diagnostic& why);
+  Error create_contexts(engine::StreamHandle stream, const void* scope, Diagnostic& why);
   Error prepare_staging(engine::StreamHandle stream, Diagnostic& why);
   Error plan_output_staging(engine::StreamHandle stream, std::vector<size_t>* bytes, Diagnostic& why);
   void size_execution_scratch();

@@ -40,7 +40,8 @@ Delegate::~Delegate() {
     wait_for_in_flight(device_);
 }
 
-Error Delegate::load(const void* blob, size_t size, const executorch::runtime::NamedDataMap* data, Diagnostic& why) {
+Error Delegate::load(const void* blob, size_t size, const executorch::runtime::NamedDataMap* data, const void* scope,
+                     Diagnostic& why) {
   blob::ParsedBlob parsed;
   Error status = blob::parse_blob(blob, size, &parsed, why);
   if (status != Error::Ok) return status;
@@ -58,8 +59,8 @@ Error Delegate::load(const void* blob, size_t size, const executorch::runtime::N
   if (status == Error::Ok) status = apply_weight_streaming(why);
   if (status == Error::Ok) status = resolve_profiles_and_states(*engine_, parsed.metadata, &io, why);
   if (status == Error::Ok) adopt(parsed.metadata, io);
-  if (status == Error::Ok) status = bind_state(parsed.metadata, io.states, data, why);
-  if (status == Error::Ok) status = create_contexts(stream, data, why);
+  if (status == Error::Ok) status = bind_state(parsed.metadata, io.states, data, scope, why);
+  if (status == Error::Ok) status = create_contexts(stream, scope, why);
   if (status == Error::Ok) status = prepare_staging(stream, why);
   if (status == Error::Ok && on_device) status = finish_load_work(why);
   if (status != Error::Ok) {
@@ -151,10 +152,11 @@ void Delegate::adopt(const blob::Metadata& metadata, Resolution& io) {
 }
 
 // Gives each of the blob's delegate_state entries, checked by resolve_states (io_resolution.h), its storage
-// (delegate_state.h): the input and output slots it names are bound to it and leave the call's arguments. Its
-// initial value, when the blob names one, comes from the program's named data, at exactly the state's size.
+// (delegate_state.h), shared by name within the load's `scope`: the input and output slots it names are bound to it
+// and leave the call's arguments. Its initial value, when the blob names one, comes from the program's named data, at
+// exactly the state's size.
 Error Delegate::bind_state(const blob::Metadata& metadata, const std::vector<ResolvedState>& states,
-                           const executorch::runtime::NamedDataMap* data, Diagnostic& why) {
+                           const executorch::runtime::NamedDataMap* data, const void* scope, Diagnostic& why) {
   num_free_aliased_ = num_aliased_;
   if (metadata.delegate_state.empty()) return Error::Ok;
   states_.reserve(metadata.delegate_state.size());
@@ -167,7 +169,7 @@ Error Delegate::bind_state(const blob::Metadata& metadata, const std::vector<Res
     IoSlot& in = inputs_[static_cast<size_t>(resolved.input)];
     IoSlot& out = outputs_[static_cast<size_t>(resolved.output)];
     StateSpec spec;
-    spec.scope = data;
+    spec.scope = scope;
     spec.name = entry.name;
     spec.kind = engine_->memory_kind();
     spec.device_id = device_.device_id;
@@ -224,7 +226,7 @@ Error Delegate::bind_state(const blob::Metadata& metadata, const std::vector<Res
   return Error::Ok;
 }
 
-Error Delegate::create_contexts(engine::StreamHandle stream, const void* program, Diagnostic& why) {
+Error Delegate::create_contexts(engine::StreamHandle stream, const void* scope, Diagnostic& why) {
   engine::Engine& engine = *engine_;
   const int32_t n_profiles = engine.num_profiles();
   strategy_ = options_.strategy == ProfileStrategy::kContextPerProfile && n_profiles > 1 ? Strategy::kContextPerProfile
@@ -241,12 +243,12 @@ Error Delegate::create_contexts(engine::StreamHandle stream, const void* program
     return Error::Ok;
   }
   // Every context runs in one scratch buffer: the delegate's own (context per profile: one delegate executes one
-  // context at a time, under lock_, so they never need it at once), or the program's pool (shared_scratch), whose
+  // context at a time, under lock_, so they never need it at once), or the load's pool (shared_scratch), whose
   // members execute one at a time under its lock and whose memory the contexts get before their first enqueue
   // (Delegate::take_scratch).
   Error status = Error::Ok;
   if (options_.shared_scratch) {
-    const ScratchSpec spec{program, engine.memory_kind(), device_.device_id, engine.device_memory_size(), name_};
+    const ScratchSpec spec{scope, engine.memory_kind(), device_.device_id, engine.device_memory_size(), name_};
     status = join_scratch_pool(spec, &device_, &scratch_pool_, why);
   } else {
     status = scratch_.allocate(engine.memory_kind(), engine.device_memory_size(), why);

@@ -4,11 +4,14 @@
 //
 // Each state tensor gets one buffer, allocated once at load on the engine's memory (device memory for a device
 // engine, 256-byte-aligned host memory for a host engine), filled with its initial value (the program's named data,
-// or zeros) and kept until the last delegate using it is destroyed. Delegates of one program share a state by name:
-// the scope is the NamedDataMap ExecuTorch hands every delegate of a Program (one object per Program). A program
-// without named data gets a null scope, so its states are shared by name with every other such program in the
-// process; ExecuTorch's exporter and the project's packer always write a named-data table (an empty one will do).
-// A program loaded with an external .ptd gets a merged map per method, so its methods do not share states.
+// or zeros) and kept until the last delegate using it is destroyed. Delegates share a state by name within one load:
+// the scope is the method allocator ExecuTorch hands each delegate (load_scope() in delegate.h). ExecuTorch's Module
+// gives all its methods one, so prefill and decode share a cache; every Module -- a second load of the file, or a
+// session over a Program another Module loaded -- has its own, so it keeps a cache of its own. The program's
+// named-data table plays no part: ExecuTorch 1.5.1's exporter omits it when there is no named data, and a program
+// without one behaves like a program with one. A runner that hands one allocator to several loads makes them one
+// scope. An allocator's address is not reused while a state of its scope lives: the delegates holding the state live
+// in that allocator, so it outlives them, and the state goes with the last of them.
 //
 // The registry is process-wide, behind one mutex taken only at load, destroy, reset and when the counters are read;
 // executions never touch it.
@@ -29,7 +32,7 @@ namespace etrt::backend {
 
 // What a delegate asks of one state tensor at load.
 struct StateSpec {
-  const void* scope = nullptr;  // the program's NamedDataMap, or null
+  const void* scope = nullptr;  // the load's (load_scope())
   std::string name;             // the blob's delegate_state[i].name
   engine::MemoryKind kind = engine::MemoryKind::kHost;
   int device_id = 0;  // device engines: the blob's device, current while the state is made

@@ -7,10 +7,9 @@
 // (scratch_pool_policy.h): it grows when a delegate with a larger need joins, shrinks when the largest leaves and is
 // freed with its last member.
 //
-// The program is the scope delegate-owned state uses (delegate_state.h): the NamedDataMap ExecuTorch hands every
-// delegate of a Program: its methods share a pool, and so do Modules made from one loaded Program (sessions); two
-// loads of one file do not. A program without named data gets the null scope, shared with every other such program in
-// the process (ExecuTorch's exporter and the project's packer always write a table).
+// The scope is the load, as for delegate-owned state (delegate.h, load_scope()): the method allocator ExecuTorch hands
+// every delegate of a Module's methods. The methods of one Module share a pool; two Modules -- two loads of one file,
+// or sessions over one loaded Program -- hold one each, whether or not the program has a named-data table.
 //
 // Ordering. An execution of a member holds the pool's lock from after its wait for its own previous work (decision 6,
 // step 2) until its in-flight event is recorded (DeviceCall::end), so no two members ever issue work into the buffer
@@ -38,7 +37,7 @@ namespace etrt::backend {
 
 // What a delegate asks of the pool at load.
 struct ScratchSpec {
-  const void* scope = nullptr;  // the program's NamedDataMap, or null
+  const void* scope = nullptr;  // the load's (load_scope())
   engine::MemoryKind kind = engine::MemoryKind::kHost;
   int device_id = 0;          // device engines: the blob's device, current while the delegate joins
   size_t need = 0;            // Engine::device_memory_size()

@@ -90,7 +90,8 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
       return Error::MemoryAllocationFailed;
     }
     new (delegate) Delegate(name, options);
-    if (delegate->load(processed->data(), processed->size(), context.get_named_data_map(), why) != Error::Ok) {
+    if (delegate->load(processed->data(), processed->size(), context.get_named_data_map(), load_scope(context), why) !=
+        Error::Ok) {
       report_error(name, "%s", why.c_str());
       delegate->~Delegate();
       return Error::InvalidProgram;  // whatever the step that failed: the program cannot run here as it is

@@ -22,9 +22,9 @@ set(ETRT_FIXTURE_NAMES ${_etrt_shared_fixture_names}
     alias_user_shapes ws_auto ws_spec ws_spec_above ws_spec_malformed ws_spec_negative ws_spec_twice
     ws_spec_signature_mismatch ws_resident scalar_output scalar_output_unplanned no_bindings control_names
     # state_fixtures()
-    state_kv state_two_methods state_missing_initial state_dynamic state_acc)
+    state_kv state_two_methods state_kv_no_table state_missing_initial state_dynamic state_acc scratch_chain_no_table)
 
 set(ETRT_GPU_FIXTURE_NAMES ${_etrt_shared_fixture_names}
     # cuda_fixtures()
-    llm_unplanned llm_device1 llm_device9 ws_cuda bench_cuda bench_cuda_unplanned bench_host bench_noop bench_graph
+    llm_unplanned llm_device1 llm_device9 ws_cuda bench_cuda bench_cuda_unplanned bench_cuda_unplanned_methods bench_host bench_noop bench_graph
     scratch_n1 scratch_n8 scratch_n32 bench_graph_grow)

@@ -220,7 +220,7 @@ std::vector<uint8_t> scratch_engine(const std::string& label, float bias, int64_
   return built(b, label);
 }
 
-bool write_methods(const std::string& name, const std::vector<json>& methods);
+bool write_methods(const std::string& name, const std::vector<json>& methods, bool named_data_table = true);
 
 // A method running blobs <blob>_0 .. <blob>_<n-1> in a chain, x -> y0 -> ... -> y<n-1>.
 json scratch_method(const std::string& method, const std::string& blob, size_t n) {
@@ -443,10 +443,14 @@ json state_kv_method(const std::string& name, const std::string& blob) {
   return m;
 }
 
-bool write_methods(const std::string& name, const std::vector<json>& methods) {
+// `named_data_table` false: the program has no named_data table, as ExecuTorch 1.5.1's exporter writes a program
+// without named data (docs/pte-packer.md).
+bool write_methods(const std::string& name, const std::vector<json>& methods, bool named_data_table) {
   g_written.push_back(name);
   std::string error;
-  if (!etrt::blobkit::write_text(g_dir + "/" + name + ".json", json{{"methods", json(methods)}}.dump(2), &error)) {
+  json spec = {{"methods", json(methods)}};
+  if (!named_data_table) spec["named_data_table"] = false;
+  if (!etrt::blobkit::write_text(g_dir + "/" + name + ".json", spec.dump(2), &error)) {
     std::fprintf(stderr, "make_fixtures: %s\n", error.c_str());
     return false;
   }
@@ -468,6 +472,11 @@ bool state_fixtures() {
   // Prefill and decode: two methods over one cache, shared by name.
   ok &= write_methods("state_two_methods",
                       {state_kv_method("prefill", "state_kv"), state_kv_method("decode", "state_kv")});
+  // state_kv and scratch_chain without a named_data table: ExecuTorch hands their delegates no NamedDataMap.
+  ok &= write_methods("state_kv_no_table", {state_kv_method("forward", "state_kv")}, /*named_data_table=*/false);
+  ok &= write_methods("scratch_chain_no_table",
+                      {scratch_method("forward", "scratch_chain", std::size(etrt::fixtures::kScratchChainNeeds))},
+                      /*named_data_table=*/false);
   // Refused at load: an initial value the program has no named data for; a state whose input is dynamic.
   ok &= write_blob("state_missing_initial", state_kv_engine("state_missing_initial"), true,
                    with_state({{"cache", "cache", "cache_out", "etrt_state/cache"}})) &&
@@ -694,6 +703,18 @@ bool cuda_fixtures() {
   ok &= write_blob("bench_cuda", llm_engine("bench_cuda", bench_profiles, MemoryKind::kDevice, false)) &&
         llm_spec("bench_cuda", "bench_cuda", 64, 64) &&
         llm_spec("bench_cuda_unplanned", "bench_cuda", 64, 64, /*planned=*/false);
+  // The same as two methods, "forward" and "again": two delegates of one load (tests/gpu/scratch_cuda_test.cpp).
+  {
+    std::vector<json> methods;
+    for (const char* method : {"forward", "again"}) {
+      json m = etrt::pte_spec::program({tensor("input_ids", "int64", {1, 64}, true, false),
+                                        tensor("logits", "float32", {1, 64, etrt::fixtures::kHidden}, true, false)},
+                                       {"input_ids"}, {"logits"}, {trt_call("bench_cuda", {"input_ids", "logits"})});
+      m["name"] = method;
+      methods.push_back(m);
+    }
+    ok &= write_methods("bench_cuda_unplanned_methods", methods);
+  }
   ok &= write_blob("bench_host", llm_engine("bench_host", bench_profiles, MemoryKind::kHost, false)) &&
         llm_spec("bench_host", "bench_host", 64, 64);
   // The CUDA-graph benchmark's decoder, tracing off.

@@ -1,11 +1,12 @@
 // One scratch for all delegates of a program (load option shared_scratch, docs/design.md decision 19), through
 // ExecuTorch's Module and the GPU-free NvInfer's host engines: the program holds the largest single need instead of
 // the sum, computes the same, grows when a delegate with a larger need joins (the others moving to the new buffer
-// before their next enqueue), shrinks and frees as delegates leave, and serializes two Modules of one program on two
+// before their next enqueue), shrinks and frees as delegates leave, and serializes two methods of one Module on two
 // threads. The counter scratch_bytes says what is held.
 //
-// scratch_chain.pte and scratch_big.pte come from the project's packer, which writes no named data: their delegates
-// share the null scope (scratch_pool.h), so every program loaded here with the option shares one pool.
+// A pool serves one load (scratch_pool.h; delegate.h, load_scope()): the methods of one Module share it; two Modules,
+// sessions over one loaded Program included, hold one each, whether or not the program has a named_data table
+// (scratch_chain_no_table has none, as ExecuTorch 1.5.1's exporter writes a program without named data).
 
 #include <gtest/gtest.h>
 
@@ -183,8 +184,7 @@ TEST(SharedScratch, ADelegateLoadedWithoutTheOptionKeepsItsOwnScratch) {
   EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
 }
 
-// A pool serves one program: two programs (two files, or two loads of one file: ExecuTorch gives each loaded
-// program a NamedDataMap of its own) each hold their own, and may run at once.
+// A pool serves one load: two programs (two files, or two loads of one file) each hold their own, and may run at once.
 TEST(SharedScratch, TwoProgramsHoldAPoolEach) {
   const int64_t before = counter(etrt::kCounterScratchBytes);
   auto chain = loaded("scratch_chain", /*shared=*/true);
@@ -195,6 +195,32 @@ TEST(SharedScratch, TwoProgramsHoldAPoolEach) {
   EXPECT_EQ(run(*big, kX), big_expected(kX));
   EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
   EXPECT_EQ(run(*again, kX), fx::scratch_chain_expected(kX));
+}
+
+// The same for programs without a named_data table: ExecuTorch hands their delegates no NamedDataMap, and still
+// nothing ties two loads together.
+TEST(SharedScratch, TwoLoadsOfAProgramWithoutANamedDataTableHoldAPoolEach) {
+  const int64_t before = counter(etrt::kCounterScratchBytes);
+  auto first = loaded("scratch_chain_no_table", /*shared=*/true);
+  auto second = loaded("scratch_chain_no_table", /*shared=*/true);
+  EXPECT_EQ(counter(etrt::kCounterScratchBytes), before + 2 * kChainLargest);
+  EXPECT_EQ(run(*first, kX), fx::scratch_chain_expected(kX));
+  EXPECT_EQ(run(*second, kX), fx::scratch_chain_expected(kX));
+}
+
+// Sessions: Modules made from the Program another Module loaded (Module(std::shared_ptr<Program>)). Each has its own
+// method allocator, so each is a load of its own: a pool each, and their executions overlap instead of taking turns.
+TEST(SharedScratch, SessionsOverOneLoadedProgramHoldAPoolEach) {
+  for (const char* name : {"scratch_chain", "scratch_chain_no_table"}) {
+    const int64_t before = counter(etrt::kCounterScratchBytes);
+    auto first = loaded(name, /*shared=*/true);
+    Module session(first->program());
+    ASSERT_EQ(etrt::testing::load_with_options(session, {{etrt::kOptionSharedScratch, true}}), et::Error::Ok)
+        << name << ": " << etrt::last_error_message();
+    EXPECT_EQ(counter(etrt::kCounterScratchBytes), before + 2 * kChainLargest) << name;
+    EXPECT_EQ(run(session, kX), fx::scratch_chain_expected(kX)) << name;
+    EXPECT_EQ(run(*first, kX), fx::scratch_chain_expected(kX)) << name;
+  }
 }
 
 TEST(SharedScratch, ContextPerProfileContextsDrawOnThePoolToo) {

@@ -5,8 +5,9 @@
 // CUDA graph captured against the old buffer is dropped when the pool grows; two sessions on two threads, each on a
 // stream of its own, compute correctly. The host-engine cases are tests/backend/module_scratch_test.cpp.
 //
-// A pool serves one program (scratch_pool.h: the NamedDataMap ExecuTorch gives each loaded Program), so what shares one
-// here is either the methods of one program or Modules made from one loaded Program (ExecuTorch's sessions).
+// A pool serves one load (scratch_pool.h; load_scope() in src/backend/delegate.h: the method allocator, one per
+// Module), so what shares one here is the methods of one Module; sessions (Modules made from one loaded Program) hold
+// a pool each.
 
 #include <cuda_runtime_api.h>
 
@@ -70,7 +71,7 @@ std::unique_ptr<Module> loaded(const std::string& name, bool shared, bool graphs
                                const char* method = "forward") {
   return load(std::make_unique<Module>(fixture(name)), name, shared, graphs, method);
 }
-// Another session of the Program `first` loaded: one program to the pool.
+// Another session of the Program `first` loaded: a load of its own, with a pool of its own.
 std::unique_ptr<Module> session_of(const Module& first, bool shared, bool graphs = false,
                                    const char* method = "forward") {
   return load(std::make_unique<Module>(first.program()), "a second session", shared, graphs, method);
@@ -140,7 +141,8 @@ TEST(SharedScratchCuda, ThePoolGrowsWhenADelegateWithALargerNeedLoadsAndTheOther
   auto chain = loaded("scratch_methods", /*shared=*/true);
   EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
   {
-    auto big = session_of(*chain, /*shared=*/true, false, "big");
+    etrt::clear_last_error();
+    ASSERT_EQ(chain->load_method("big"), et::Error::Ok) << etrt::last_error_message();  // the Module's pool
     EXPECT_EQ(counter(etrt::kCounterScratchBytes), before + fx::kScratchBigNeed);
     gpufree::clear_trace("scratch_chain_0");
     EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
@@ -152,38 +154,42 @@ TEST(SharedScratchCuda, ThePoolGrowsWhenADelegateWithALargerNeedLoadsAndTheOther
     std::vector<float> want = kX;
     for (float& v : want) v = 2.0f * v + fx::kScratchBigBias;
     std::vector<float> x = kX;
-    const auto result = big->execute("big", from_blob(x.data(), {1, 4}, ScalarType::Float));
+    const auto result = chain->execute("big", from_blob(x.data(), {1, 4}, ScalarType::Float));
     ASSERT_TRUE(result.ok()) << etrt::last_error_message();
     const auto& y = result.get()[0].toTensor();
     EXPECT_EQ(std::vector<float>(y.const_data_ptr<float>(), y.const_data_ptr<float>() + y.numel()), want);
+    EXPECT_TRUE(chain->unload_method("big"));
   }
   EXPECT_EQ(counter(etrt::kCounterScratchBytes), before + kChainLargest);
   EXPECT_EQ(run(*chain, kX), fx::scratch_chain_expected(kX));
 }
 
-// bench_cuda_unplanned: the runner's device memory in and out, so forward() returns with its work queued on the
-// caller's stream. Two sessions of one program share the pool; the second, on another stream, must run after the
-// first on the device (the pool's last work), without the host waiting.
+// bench_cuda_unplanned_methods: bench_cuda's engine as two methods, "forward" and "again", the runner's device memory
+// in and out, so a call returns with its work queued on the caller's stream. The two methods' delegates share the
+// Module's pool; a call of the second, on another stream, must run after the first's on the device (the pool's last
+// work), without the host waiting.
 TEST(SharedScratchCuda, ACallOnAnotherStreamWaitsOnTheDeviceForThePoolsLastWork) {
-  auto first = loaded("bench_cuda_unplanned", /*shared=*/true);
-  auto second = session_of(*first, /*shared=*/true);
+  auto module = loaded("bench_cuda_unplanned_methods", /*shared=*/true);
+  etrt::clear_last_error();
+  ASSERT_EQ(module->load_method("again"), et::Error::Ok) << etrt::last_error_message();
   Stream a, b;
   const std::vector<int64_t> ids = {3, 1, 4, 1, 5, 9, 2, 6};
   DeviceMemory ids_memory(ids.size() * sizeof(int64_t)), out_a(64 * fx::kHidden * sizeof(float)),
       out_b(64 * fx::kHidden * sizeof(float));
   upload(ids_memory, ids);
-  auto forward = [&](Module& module, const DeviceMemory& out, cudaStream_t stream) {
+  auto call = [&](const char* method, const DeviceMemory& out, cudaStream_t stream) {
     etrt::CudaStreamGuard on(stream);
-    EXPECT_EQ(module.set_output(from_blob(out.data(), {1, 64, fx::kHidden}, ScalarType::Float)), et::Error::Ok);
+    EXPECT_EQ(module->set_output(method, from_blob(out.data(), {1, 64, fx::kHidden}, ScalarType::Float)),
+              et::Error::Ok);
     const auto result =
-        module.forward(from_blob(ids_memory.data(), {1, static_cast<int32_t>(ids.size())}, ScalarType::Long));
+        module->execute(method, from_blob(ids_memory.data(), {1, static_cast<int32_t>(ids.size())}, ScalarType::Long));
     EXPECT_TRUE(result.ok()) << etrt::last_error_message();
   };
   spin(a, 400);
-  forward(*first, out_a, a);
-  forward(*second, out_b, b);
+  call("forward", out_a, a);
+  call("again", out_b, b);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_STILL_BUSY(b.get(), "the second Module's call waits for the first's, queued behind the spin");
+  EXPECT_STILL_BUSY(b.get(), "the second method's call waits for the first's, queued behind the spin");
   ETRT_CUDA_OK(cudaStreamSynchronize(b));
   const auto want = fx::expected_logits(ids);
   const auto got_a = download<float>(out_a.data(), want.size()), got_b = download<float>(out_b.data(), want.size());
@@ -267,7 +273,8 @@ TEST(SharedScratchCuda, AGraphCapturedAgainstTheOldBufferIsDroppedWhenThePoolGro
       << "scratch_n1 must need more than the decoder";
   for (int64_t at = 0; at < 4; ++at) EXPECT_EQ(graphed->step((at * 3 + 1) % kVocab, at), want[at]) << "step " << at;
   EXPECT_EQ(calls, 2) << "plain, capture, then replays";
-  auto big = session_of(*graphed->module, /*shared=*/true, false, "big");
+  etrt::clear_last_error();
+  ASSERT_EQ(graphed->module->load_method("big"), et::Error::Ok) << etrt::last_error_message();  // the Module's pool
   EXPECT_EQ(counter(etrt::kCounterScratchBytes), with_plain + fx::kScratchBenchNeed)
       << "the pool grew to the larger need";
   for (int64_t at = 4; at < 8; ++at) EXPECT_EQ(graphed->step((at * 3 + 1) % kVocab, at), want[at]) << "step " << at;

@@ -310,6 +310,17 @@ def test_to_json_follows_the_schema_names():
     assert doc["execution_plan"][0]["chains"][0]["instructions"][0]["instr_args_type"] == "DelegateCall"
 
 
+def test_the_named_data_table_is_empty_by_default_and_absent_on_request(tmp_path):
+    # ExecuTorch 1.5.1's exporter writes no named_data table for a program without named data; a fixture can too.
+    spec = {"values": [{"name": "x", "dtype": "int32", "sizes": [2]}], "inputs": ["x"], "outputs": ["x"],
+            "delegate_calls": [{"backend_id": "B", "blob_text": "z", "args": ["x"]}]}
+    assert program_from_spec(spec).to_json()["named_data"] == []
+    program_from_spec({**spec, "named_data_table": False}).write(tmp_path / "none.pte")
+    assert "named_data" not in read_pte(tmp_path / "none.pte")["program"]
+    program_from_spec(spec).write(tmp_path / "empty.pte")
+    assert read_pte(tmp_path / "empty.pte")["program"]["named_data"] == []
+
+
 # ---------------------------------------------------------------------------
 # Builder errors
 # ---------------------------------------------------------------------------
@@ -550,6 +561,7 @@ def test_spec_single_method_shorthand(tmp_path):
     ({"methods": [], "name": "x"}, "not both"),
     ({"methods": []}, "non-empty"),
     ({"bogus": 1}, "unknown keys"),
+    ({"named_data_table": "no"}, "'named_data_table' must be true or false"),
     ({"values": [{"name": "x", "dtype": "float32"}]}, "'dtype' and 'sizes'"),
     ({"values": [{"name": "x", "type": "list", "value": 1}]}, "unknown type"),
     ({"values": [{"name": "x", "dtype": "float32", "sizes": [1], "dynmic": True}]}, "unknown keys"),

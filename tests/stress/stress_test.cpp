@@ -13,8 +13,9 @@
 //    as ExecuTorch calls it (init once, then execute with each caller's own argument tensors). etrt's delegate
 //    serializes executions with its mutex (docs/architecture.md, "lock the delegate"), so this is supported, and
 //    each call runs on the profile its own thread asked for. `OneDelegateExecutedConcurrently...`
-//  * Sessions (Modules) over one Program loaded with shared_scratch: their delegates draw on one scratch pool, whose
-//    lock serializes them, while another thread makes the pool grow and shrink. `SessionsOfOneProgramSharing...`
+//  * Loads of one Program over one method allocator (a runner's arena), with shared_scratch: one scope, so their
+//    delegates draw on one scratch pool, whose lock serializes them, while another thread makes the pool grow and
+//    shrink. `LoadsSharingOneMethodAllocator...`
 //
 // Every execution's profile is checked in the thread's etrt::ExecutionReport against a model of the selection
 // rules, and its logits against fixtures.h. Guards and reports are created and destroyed around every execution,
@@ -24,6 +25,7 @@
 // ETRT_STRESS_SECONDS seconds (default 20), whichever comes first; each test checks that every worker got
 // through at least a few.
 
+#include <executorch/extension/memory_allocator/malloc_memory_allocator.h>
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
 #include <executorch/runtime/backend/interface.h>
@@ -209,22 +211,22 @@ class Budget {
   std::atomic<bool> stop_{false};
 };
 
-// A Module on `program` with profile_strategy = `strategy` (and shared_scratch when asked), or null with the reason
-// in `error`. `shared`: a Program another Module loaded, which this Module then runs too (ExecuTorch's sessions over
-// one Program); `program` then only names it in messages. `method`: the method loaded.
-std::unique_ptr<Module> load_module(const char* strategy, const std::string& program, std::string* error,
-                                    bool shared_scratch = false,
-                                    std::shared_ptr<::executorch::runtime::Program> shared = nullptr,
-                                    const char* method = "forward") {
-  etrt::testing::LoadOptions options = {{etrt::kOptionProfileStrategy, strategy}};
-  if (shared_scratch) options.emplace_back(etrt::kOptionSharedScratch, true);
-  auto module = shared != nullptr ? std::make_unique<Module>(std::move(shared))
-                                  : std::make_unique<Module>(fixture(program + ".pte"));
-  if (etrt::testing::load_with_options(*module, options, method) != et::Error::Ok) {
+// A Module on `program` with profile_strategy = `strategy`, or null with the reason in `error`.
+std::unique_ptr<Module> load_module(const char* strategy, const std::string& program, std::string* error) {
+  auto module = std::make_unique<Module>(fixture(program + ".pte"));
+  if (etrt::testing::load_with_options(*module, {{etrt::kOptionProfileStrategy, strategy}}) != et::Error::Ok) {
     *error = "loading " + program + ".pte failed: " + etrt::last_error_message();
     return nullptr;
   }
   return module;
+}
+
+// The process-wide counter scratch_bytes, read with get_option as a runner reads it.
+int64_t scratch_bytes() {
+  et::BackendOption option;
+  std::strcpy(option.key, etrt::kCounterScratchBytes);
+  if (et::get_option(etrt::kBackendId, et::Span<et::BackendOption>(&option, 1)) != et::Error::Ok) return -1;
+  return std::get<int>(option.value);
 }
 
 // One forward() of `ids` on `module`; "" when the logits are right.
@@ -332,53 +334,112 @@ TEST_P(Stress, SeparateModulesEachRunTheProfileTheirOwnGuardsAskFor) {
   EXPECT_GE(background_done.load(), kMinIterations);
 }
 
-// ---- separate Modules on separate threads drawing on one shared scratch pool (load option shared_scratch) ----
+// ---- loads sharing one method allocator, and so one scratch pool (load option shared_scratch) ----
 
-// Sessions over one Program: Modules made from the Program another Module loaded (Module(std::shared_ptr<Program>)),
-// each running scratch_methods' "forward" (a chain of four delegates) on its own thread. They are one program to the
-// pool (scratch_pool.h: ExecuTorch hands them the same NamedDataMap), so their executions are serialized on its lock
-// while each keeps its own delegate locks. Meanwhile another thread makes Modules of the same Program that load the
-// method "big", whose delegate needs more scratch than any of the chain's, and destroys them: the pool grows and
-// shrinks under the others, and every delegate moves to the new buffer before its next enqueue. Under
-// ThreadSanitizer an execution that ran in the buffer beside another, or in a buffer already freed, is a report.
-TEST_P(Stress, SessionsOfOneProgramSharingOneScratchPoolComputeCorrectlyWhileItGrowsAndShrinks) {
-  constexpr size_t kSessions = 4;
+// A method allocator that several loads of one Program share -- a runner's own arena -- which makes them one scope
+// for etrt (load_scope() in src/backend/delegate.h: one scratch pool, one set of delegate-owned states), as the methods
+// of one Module are. ExecuTorch's MallocMemoryAllocator behind a mutex: Methods are loaded on several threads.
+class SharedArena final : public et::MemoryAllocator {
+ public:
+  SharedArena() : et::MemoryAllocator(0, nullptr) {}
+  void* allocate(size_t size, size_t alignment = kDefaultAlignment) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return arena_.allocate(size, alignment);
+  }
+
+ private:
+  std::mutex mutex_;
+  ::executorch::extension::MallocMemoryAllocator arena_;
+};
+
+// One Method of a Program, loaded over a given method allocator with planned memory and a temp allocator of its own
+// (what Module does over its own allocator).
+class ArenaMethod {
+ public:
+  // The method `name` of `program` over `arena` with `options`, or null with the reason in `error`.
+  static std::unique_ptr<ArenaMethod> load(const et::Program& program, const char* name, et::MemoryAllocator& arena,
+                                           const etrt::testing::LoadOptions& options, std::string* error) {
+    std::unique_ptr<ArenaMethod> m(new ArenaMethod);
+    const auto meta = program.method_meta(name);
+    if (!meta.ok()) {
+      *error = std::string("no method ") + name;
+      return nullptr;
+    }
+    m->buffers_.resize(meta->num_memory_planned_buffers());
+    for (size_t i = 0; i < m->buffers_.size(); ++i) {
+      m->buffers_[i].resize(static_cast<size_t>(meta->memory_planned_buffer_size(i).get()));
+      m->spans_.emplace_back(m->buffers_[i].data(), m->buffers_[i].size());
+    }
+    m->planned_ =
+        std::make_unique<et::HierarchicalAllocator>(et::Span<et::Span<uint8_t>>(m->spans_.data(), m->spans_.size()));
+    m->memory_ = std::make_unique<et::MemoryManager>(&arena, m->planned_.get(), &m->temp_);
+    const etrt::testing::LoadOptionsMap map(options);
+    etrt::clear_last_error();
+    auto method = program.load_method(name, m->memory_.get(), nullptr, nullptr, &map.map());
+    if (!method.ok()) {
+      *error = std::string("loading ") + name + " failed: " + etrt::last_error_message();
+      return nullptr;
+    }
+    m->method_ = std::make_unique<et::Method>(std::move(method.get()));
+    return m;
+  }
+
+  // y = the method's output for x ([1, 4]); empty when the execution failed.
+  std::vector<float> run(std::vector<float> x) {
+    auto input = from_blob(x.data(), {1, 4}, ScalarType::Float);
+    if (method_->set_input(et::EValue(*input), 0) != et::Error::Ok || method_->execute() != et::Error::Ok) return {};
+    const auto& y = method_->get_output(0).toTensor();
+    return std::vector<float>(y.const_data_ptr<float>(), y.const_data_ptr<float>() + y.numel());
+  }
+
+ private:
+  ArenaMethod() = default;
+  std::vector<std::vector<uint8_t>> buffers_;
+  std::vector<et::Span<uint8_t>> spans_;
+  std::unique_ptr<et::HierarchicalAllocator> planned_;
+  ::executorch::extension::MallocMemoryAllocator temp_;
+  std::unique_ptr<et::MemoryManager> memory_;
+  std::unique_ptr<et::Method> method_;
+};
+
+// Loads of scratch_methods' "forward" (a chain of four delegates) over one SharedArena, each executed on its own
+// thread: one scope, so one pool, whose lock serializes their executions while each keeps its own delegate locks.
+// Meanwhile another thread loads the method "big" over the same arena, whose delegate needs more scratch than any of
+// the chain's, runs it and destroys it: the pool grows and shrinks under the others, and every delegate moves to the
+// new buffer before its next enqueue. Under ThreadSanitizer an execution that ran in the buffer beside another, or in a
+// buffer already freed, is a report. (Modules never share a pool: each has a method allocator of its own.)
+TEST_P(Stress, LoadsSharingOneMethodAllocatorShareOneScratchPoolAndComputeCorrectlyWhileItGrowsAndShrinks) {
+  constexpr size_t kLoads = 4;
+  const etrt::testing::LoadOptions options = {{etrt::kOptionProfileStrategy, strategy()},
+                                              {etrt::kOptionSharedScratch, true}};
+  Module owner(fixture("scratch_methods.pte"));  // owns the Program and its loader; goes last
+  ASSERT_EQ(owner.load(), et::Error::Ok);
+  const et::Program& program = *owner.program();
+  const int64_t before = scratch_bytes();
+  SharedArena arena;
+  std::vector<std::unique_ptr<ArenaMethod>> loads;
+  for (size_t i = 0; i < kLoads; ++i) {
+    std::string error;
+    loads.push_back(ArenaMethod::load(program, "forward", arena, options, &error));
+    ASSERT_NE(loads.back(), nullptr) << error;
+  }
+  const int64_t largest =
+      *std::max_element(std::begin(etrt::fixtures::kScratchChainNeeds), std::end(etrt::fixtures::kScratchChainNeeds));
+  EXPECT_EQ(scratch_bytes(), before + largest) << "one pool for the loads of one arena";
   Budget budget;
   Failures failures;
-  std::vector<std::unique_ptr<Module>> sessions;
-  for (size_t i = 0; i < kSessions; ++i) {
-    std::string error;
-    sessions.push_back(load_module(strategy(), "scratch_methods", &error, /*shared_scratch=*/true,
-                                   i == 0 ? nullptr : sessions[0]->program()));
-    ASSERT_NE(sessions.back(), nullptr) << error;
-  }
-  // One call of `method` on `module`: "" when y = what the method computes for x.
-  const auto call = [](Module& module, const char* method, std::vector<float> x) -> std::string {
-    const auto result = module.execute(method, from_blob(x.data(), {1, 4}, ScalarType::Float));
-    if (!result.ok()) return std::string(method) + ": failed: " + etrt::last_error_message();
-    const float* y = result.get()[0].toTensor().const_data_ptr<float>();
-    std::vector<float> want = x;
-    if (std::string(method) == "big") {
-      for (float& v : want) v = 2.0f * v + etrt::fixtures::kScratchBigBias;
-    } else {
-      want = etrt::fixtures::scratch_chain_expected(x);
-    }
-    for (size_t j = 0; j < want.size(); ++j)
-      if (y[j] != want[j]) return std::string(method) + ": wrong output";
-    return "";
-  };
-  std::vector<long> executed(sessions.size(), 0);
+  std::vector<long> executed(loads.size(), 0);
   std::atomic<long> resized{0};
   std::vector<std::thread> threads;
-  for (size_t t = 0; t < sessions.size(); ++t) {
+  for (size_t t = 0; t < loads.size(); ++t) {
     threads.emplace_back([&, t] {
-      Module& module = *sessions[t];
       long i = 0;
       for (; budget.more(i); ++i) {
         const auto v = static_cast<float>(i % 97);
-        const std::string bad = call(module, "forward", {v, static_cast<float>(t), -v, 1.0f});
-        if (!bad.empty()) {
-          failures.add("session " + std::to_string(t) + ", iteration " + std::to_string(i) + ": " + bad);
+        const std::vector<float> x = {v, static_cast<float>(t), -v, 1.0f};
+        if (loads[t]->run(x) != etrt::fixtures::scratch_chain_expected(x)) {
+          failures.add("load " + std::to_string(t) + ", iteration " + std::to_string(i) +
+                       ": wrong output or failed: " + etrt::last_error_message());
           budget.stop();
           break;
         }
@@ -390,15 +451,16 @@ TEST_P(Stress, SessionsOfOneProgramSharingOneScratchPoolComputeCorrectlyWhileItG
     long i = 0;
     for (; budget.more(i); ++i) {
       std::string error;
-      auto big =
-          load_module(strategy(), "scratch_methods", &error, /*shared_scratch=*/true, sessions[0]->program(), "big");
+      auto big = ArenaMethod::load(program, "big", arena, options, &error);
       if (big == nullptr) {
         failures.add("growing the pool: " + error);
         return;
       }
-      const std::string bad = call(*big, "big", {1.0f, 2.0f, 3.0f, 4.0f});
-      if (!bad.empty()) {
-        failures.add(bad);
+      std::vector<float> want = {1.0f, 2.0f, 3.0f, 4.0f};
+      const std::vector<float> y = big->run(want);
+      for (float& v : want) v = 2.0f * v + etrt::fixtures::kScratchBigBias;
+      if (y != want) {
+        failures.add(std::string("big: wrong output or failed: ") + etrt::last_error_message());
         return;
       }
     }
@@ -406,9 +468,10 @@ TEST_P(Stress, SessionsOfOneProgramSharingOneScratchPoolComputeCorrectlyWhileItG
   });
   for (std::thread& t : threads) t.join();
   failures.expect_none();
-  for (size_t t = 0; t < executed.size(); ++t) EXPECT_GE(executed[t], kMinIterations) << "session " << t;
+  for (size_t t = 0; t < executed.size(); ++t) EXPECT_GE(executed[t], kMinIterations) << "load " << t;
   EXPECT_GE(resized.load(), kMinIterations);
-  while (!sessions.empty()) sessions.pop_back();  // the first Module, which owns the Program's loader, goes last
+  loads.clear();
+  EXPECT_EQ(scratch_bytes(), before);
 }
 
 // ---- one Module, shared; whole executions serialized by the runner ----

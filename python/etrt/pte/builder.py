@@ -305,7 +305,8 @@ class Program:
 
     def __init__(self, delegate_storage: str = "segment", *,
                  delegate_alignment: Optional[int] = None,
-                 segment_alignment: int = SEGMENT_ALIGNMENT) -> None:
+                 segment_alignment: int = SEGMENT_ALIGNMENT,
+                 named_data_table: bool = True) -> None:
         if delegate_storage not in DELEGATE_STORAGES:
             raise PteError(f"delegate_storage must be one of {DELEGATE_STORAGES}, not {delegate_storage!r}")
         for what, a in (("delegate_alignment", delegate_alignment), ("segment_alignment", segment_alignment)):
@@ -314,6 +315,7 @@ class Program:
         self.delegate_storage = delegate_storage
         self.delegate_alignment = delegate_alignment
         self.segment_alignment = segment_alignment
+        self.named_data_table = bool(named_data_table)
         self.methods: List[Method] = []
 
     def method(self, name: str, inputs: Optional[Sequence[str]] = None,
@@ -382,11 +384,12 @@ class Program:
             # offsets[0] is the placeholder that non-constant tensors
             # (data_buffer_idx 0) point at; one entry = no constants.
             "constant_segment": {"segment_index": 0, "offsets": [0]},
-            # An empty named-data table, as ExecuTorch's exporter writes one: with it (and segments) ExecuTorch
-            # gives the loaded Program a NamedDataMap of its own, which is how delegates tell programs apart
-            # (delegate-owned state is shared by name within one program, docs/design.md decision 18).
-            "named_data": [],
         }
+        # An empty named-data table, or none (named_data_table=False), as ExecuTorch 1.5.1's exporter writes for a
+        # program without named data: ExecuTorch then gives the delegates no NamedDataMap at all. Neither changes what
+        # runs (delegate-owned state is scoped to one load, not to the table: docs/design.md, decision 18).
+        if self.named_data_table:
+            program["named_data"] = []
         return program, inline, seg_blobs
 
     def to_json(self) -> Dict[str, Any]:

@@ -24,7 +24,7 @@ from .format import SEGMENT_ALIGNMENT, PteError
 __all__ = ["compile_specs", "load_spec", "program_from_spec"]
 
 _BYTES = (bytes, bytearray, memoryview)
-_TOP_KEYS = {"delegate_storage", "delegate_alignment", "segment_alignment", "methods",
+_TOP_KEYS = {"delegate_storage", "delegate_alignment", "segment_alignment", "named_data_table", "methods",
              "name", "values", "inputs", "outputs", "delegate_calls", "comment"}
 _METHOD_KEYS = ("name", "values", "inputs", "outputs", "delegate_calls")
 _TENSOR_KEYS = {"name", "type", "dtype", "sizes", "dynamic", "dim_order", "planned", "comment"}
@@ -95,9 +95,13 @@ def program_from_spec(spec: Mapping[str, Any], base_dir: Union[str, os.PathLike]
     unknown = set(spec) - _TOP_KEYS
     if unknown:
         raise PteError(f"spec: unknown keys {sorted(unknown)}")
+    named_data_table = spec.get("named_data_table", True)
+    if not isinstance(named_data_table, bool):
+        raise PteError(f"spec: 'named_data_table' must be true or false, not {named_data_table!r}")
     prog = Program(spec.get("delegate_storage", "segment"),
                    delegate_alignment=spec.get("delegate_alignment"),
-                   segment_alignment=spec.get("segment_alignment", SEGMENT_ALIGNMENT))
+                   segment_alignment=spec.get("segment_alignment", SEGMENT_ALIGNMENT),
+                   named_data_table=named_data_table)
     if "methods" in spec:
         if any(k in spec for k in _METHOD_KEYS):
             raise PteError("spec: give either 'methods' or one method's keys at the top level, not both")
