@@ -64,6 +64,10 @@ class MethodPlacement:
     copies: List[Copy] = field(default_factory=list)
     #: value index -> device, for every tensor not on the CPU
     device_values: Dict[int, str] = field(default_factory=dict)
+    #: value index -> where its memory is instead, for every tensor on a device whose memory is not planned on that
+    #: device: "buffer <i> on cpu" (ExecuTorch's legacy planning, enable_non_cpu_memory_planning=False, plans every
+    #: tensor in host memory) or "not planned" (the caller gives it)
+    misplaced: Dict[int, str] = field(default_factory=dict)
 
     @property
     def devices(self) -> List[str]:
@@ -81,6 +85,17 @@ def _buffer_devices(plan: Mapping[str, Any]) -> Dict[int, str]:
     return out
 
 
+def _memory_of(tensor: Mapping[str, Any], buffer_devices: Mapping[int, str]) -> Optional[str]:
+    """The device of the planned buffer a tensor's memory is in, "" when the tensor is not planned (the caller gives
+    its memory), None for a constant."""
+    if tensor.get("data_buffer_idx", 0) > 0:
+        return None
+    info = tensor.get("allocation_info")
+    if info is None:
+        return ""
+    return buffer_devices.get(int(info.get("memory_id", 0)), "cpu")
+
+
 def program_placement(pte: Mapping[str, Any]) -> List[MethodPlacement]:
     """One :class:`MethodPlacement` per method of a :func:`etrt.pte.read_pte` result."""
     out = []
@@ -93,9 +108,14 @@ def program_placement(pte: Mapping[str, Any]) -> List[MethodPlacement]:
             m.buffers.append(Buffer(i, int(size), devices.get(i, "cpu")))
         for vi, value in enumerate(plan.get("values") or []):
             if value.get("val_type") == "Tensor":
-                device = device_of(value.get("val") or {})
+                tensor = value.get("val") or {}
+                device = device_of(tensor)
                 if device != "cpu":
                     m.device_values[vi] = device
+                    where = _memory_of(tensor, devices)
+                    if where is not None and where != device:
+                        m.misplaced[vi] = ("not planned" if where == "" else
+                                           f"buffer {tensor['allocation_info'].get('memory_id', 0)} on {where}")
         operators = plan.get("operators") or []
         for ci, chain in enumerate(plan.get("chains") or []):
             for ii, instr in enumerate(chain.get("instructions") or []):

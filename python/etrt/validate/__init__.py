@@ -99,7 +99,7 @@ from typing import Any, Dict
 from ..analysis import (BACKEND_ID, WEIGHT_STREAMING_BUDGET, AliasView, DelegateInfo, DelegateRef, analyze_pte,
                         decode_blob, describe_aliases, load_program, lowered_modules, parse_byte_count, printable)
 from .checker import _Checker
-from .program_checks import RUNTIMES
+from .placement_checks import RUNTIMES
 from .result import BAD_INPUT_CODES, INFO, Finding, ValidationError, ValidationResult
 
 # Reachable here as before the split.
