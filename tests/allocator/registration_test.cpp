@@ -39,18 +39,20 @@ bool opted_out() {
   return v != nullptr && std::strcmp(v, "0") == 0;
 }
 
-#if ETRT_TEST_CUDA_BUILD
-
-TEST(CudaAllocatorRegistration, TheCudaBuildRegistersItsAllocatorUnlessTurnedOff) {
+// Both builds register an allocator for CUDA unless turned off: the CUDA build its own, the build without CUDA one
+// that refuses (kCudaAllocatorNoneInThisBuild: no CUDA memory here).
+TEST(CudaAllocatorRegistration, EachBuildRegistersItsAllocatorUnlessTurnedOff) {
   if (opted_out()) {
     EXPECT_EQ(allocator_state(), kCudaAllocatorOptedOut);
     EXPECT_EQ(et::get_device_allocator(DeviceType::CUDA), nullptr);
   } else {
-    EXPECT_EQ(allocator_state(), kCudaAllocatorRegistered);
+    EXPECT_EQ(allocator_state(), ETRT_TEST_CUDA_BUILD ? kCudaAllocatorRegistered : kCudaAllocatorNoneInThisBuild);
     ASSERT_NE(et::get_device_allocator(DeviceType::CUDA), nullptr);
     EXPECT_EQ(et::get_device_allocator(DeviceType::CUDA)->device_type(), DeviceType::CUDA);
   }
 }
+
+#if ETRT_TEST_CUDA_BUILD
 
 bool machine_has_a_gpu() {
   int count = 0;
@@ -95,17 +97,6 @@ TEST(CudaAllocatorRegistration, AnAlignmentCudaMallocCannotGiveIsRefused) {
 }
 
 #else
-
-TEST(CudaAllocatorRegistration, ABuildWithoutCudaRegistersAnAllocatorThatRefusesUnlessTurnedOff) {
-  if (opted_out()) {
-    EXPECT_EQ(allocator_state(), kCudaAllocatorOptedOut);
-    EXPECT_EQ(et::get_device_allocator(DeviceType::CUDA), nullptr);
-  } else {
-    EXPECT_EQ(allocator_state(), kCudaAllocatorNoneInThisBuild);
-    ASSERT_NE(et::get_device_allocator(DeviceType::CUDA), nullptr);
-    EXPECT_EQ(et::get_device_allocator(DeviceType::CUDA)->device_type(), DeviceType::CUDA);
-  }
-}
 
 TEST(CudaAllocatorRegistration, EveryRequestToTheRefusingAllocatorSaysThatACudaBuildIsMissing) {
   if (opted_out()) return;  // the other run checks that nothing is registered
