@@ -74,6 +74,11 @@ class MethodPlacement:
         """The non-CPU devices the method's memory plan or tensors use, sorted."""
         return sorted({b.device for b in self.buffers if b.device != "cpu"} | set(self.device_values.values()))
 
+    @property
+    def buffer_devices(self) -> List[str]:
+        """The non-CPU devices the method's planned buffers are on, sorted: what a device allocator must give."""
+        return sorted({b.device for b in self.buffers if b.device != "cpu"})
+
     def device_bytes(self, device: str) -> int:
         return sum(b.size for b in self.buffers if b.device == device)
 

@@ -48,7 +48,7 @@ class _PlacementChecks:
 
         for m in program_placement(pte):
             self.check_misplaced(m)
-            devices = sorted({b.device for b in m.buffers if b.device != "cpu"})
+            devices = m.buffer_devices
             if not devices or runtime == "cuda":
                 continue
             cuda = [d for d in devices if d.startswith("cuda")]
