@@ -36,13 +36,16 @@
  *    bindings, in-place aliases, profile signature and delegate-owned states), for etrt validate and etrt inspect.
  *  - etrt_parse_byte_count() (version 4): a byte count as the runtime reads the weight_streaming_budget compile
  *    spec and load option, for the tools that show and check it.
+ *  - etrt_host_engine_binds() (version 5): whether a host engine takes a delegate argument ExecuTorch placed on a
+ *    device, with the refusal the call returns, for etrt validate.
  *
  * History: version 1, the guards, reports, counters, state, last error and
  * default load options; version 2 adds the readers (etrt_text,
  * etrt_*_describe, etrt_build_has_cuda, etrt_device_memory,
  * ETRT_E_NOT_SUPPORTED) and changes nothing of version 1; version 3 adds
  * etrt_delegate_resolve and changes nothing of version 2; version 4 adds
- * etrt_parse_byte_count and changes nothing of version 3.
+ * etrt_parse_byte_count and changes nothing of version 3; version 5 adds
+ * etrt_host_engine_binds and changes nothing of version 4.
  */
 
 #include <stddef.h>
@@ -55,7 +58,7 @@ extern "C" {
 #define ETRT_C_API __attribute__((visibility("default")))
 
 /** The version of this header; etrt_abi_version() returns the library's. */
-#define ETRT_ABI_VERSION 4
+#define ETRT_ABI_VERSION 5
 
 /** Return codes. */
 #define ETRT_OK 0
@@ -288,6 +291,18 @@ ETRT_C_API int etrt_device_memory(int32_t device, uint64_t* bytes);
  * 2^63 - 1. ETRT_OK with the count in *bytes; ETRT_E_INVALID_ARGUMENT for anything else or a null `bytes`.
  */
 ETRT_C_API int etrt_parse_byte_count(const void* data, size_t size, int64_t* bytes);
+
+/**
+ * Whether a host engine (the GPU-free NvInfer's host mode) takes a delegate argument ExecuTorch placed on
+ * `device_type` (ExecuTorch's DeviceType: 0 CPU, 1 CUDA) at index `device_index` -- every argument of a delegate
+ * exported with a target_device compile spec is placed on that device (version 5). The rule and message a call
+ * applies before reading the argument (src/backend/staging.h host_engine_binds); `is_input` and `name` word the
+ * message. ETRT_OK (*out null): the engine binds it; ETRT_E_FAILED: *out is the refusal the call returns, without
+ * the "TensorRT delegate <method>#<n>: " prefix. ETRT_E_INVALID_ARGUMENT (*out null) for a null `out` or `name`, or a
+ * device type ExecuTorch does not have; ETRT_E_NO_MEMORY (*out null) when memory ran out.
+ */
+ETRT_C_API int etrt_host_engine_binds(int32_t device_type, int32_t device_index, int is_input, const char* name,
+                                      etrt_text** out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -136,11 +136,14 @@ inline constexpr char kCounterWriteBackBytes[] = "write_back_bytes";
 /// What libetrt did about a CUDA device allocator when it loaded (one of
 /// CudaAllocatorState). A program exported with a CUDA target device (every
 /// Torch-TensorRT export) needs one registered with ExecuTorch; the CUDA build
-/// of libetrt registers its own unless another library did first or
-/// ETRT_REGISTER_CUDA_ALLOCATOR=0. docs/gpu-testing.md, "Device-placed programs".
+/// of libetrt registers its own, and the build without CUDA one that refuses
+/// every request saying that a CUDA build of etrt is needed (in
+/// last_error_message() and the log), unless another library registered one
+/// first or ETRT_REGISTER_CUDA_ALLOCATOR=0. docs/gpu-testing.md,
+/// "Device-placed programs".
 inline constexpr char kCudaAllocatorState[] = "cuda_allocator";
 enum CudaAllocatorState : int {
-  kCudaAllocatorNoneInThisBuild = 0,  ///< a build without CUDA: registers none
+  kCudaAllocatorNoneInThisBuild = 0,  ///< a build without CUDA: no CUDA memory; registered its refusing allocator
   kCudaAllocatorRegistered = 1,       ///< libetrt registered its allocator
   kCudaAllocatorOtherLibrary = 2,     ///< another library registered one first; ExecuTorch uses that
   kCudaAllocatorOptedOut = 3,         ///< ETRT_REGISTER_CUDA_ALLOCATOR=0 (or false, off, no)

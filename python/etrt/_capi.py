@@ -11,7 +11,7 @@ import ctypes
 from typing import Optional
 
 #: The C ABI version this module speaks (ETRT_ABI_VERSION).
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 OK = 0
 E_INVALID_ARGUMENT = 1
@@ -91,6 +91,9 @@ _SIGNATURES = {
     "etrt_delegate_resolve": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]),
     # Version 4: the runtime's byte-count rule (etrt._reader.parse_byte_count).
     "etrt_parse_byte_count": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64)]),
+    # Version 5: a host engine's rule for arguments ExecuTorch placed on a device (etrt._reader.host_engine_binds).
+    "etrt_host_engine_binds": (ctypes.c_int, [ctypes.c_int32, ctypes.c_int32, ctypes.c_int, ctypes.c_char_p,
+                                              ctypes.POINTER(ctypes.c_void_p)]),
 }
 
 
@@ -137,13 +140,17 @@ class CApi:
         (E_FAILED, E_NOT_SUPPORTED), or None as text (E_INVALID_ARGUMENT, E_NO_MEMORY)."""
         handle = ctypes.c_void_p()
         code = getattr(self, which)(data, len(data) if size is None else size, ctypes.byref(handle))
+        return code, self.take_text(handle)
+
+    def take_text(self, handle: ctypes.c_void_p) -> Optional[str]:
+        """The text an ``etrt_text**`` received (None for a null one), freed."""
         if not handle.value:
-            return code, None
+            return None
         try:
             text = ctypes.string_at(self.text_data(handle), self.text_size(handle))
         finally:
             self.text_free(handle)
-        return code, text.decode("utf-8", errors="replace")
+        return text.decode("utf-8", errors="replace")
 
     def defaults_text(self) -> str:
         size = self.default_load_options(None, 0)

@@ -1,6 +1,7 @@
 """The runtime's readers, through libetrt's C ABI (``etrt_blob_describe``,
-``etrt_engine_describe``, ``etrt_delegate_resolve``; ``include/etrt/c_api.h``,
-version 4).
+``etrt_engine_describe``, ``etrt_delegate_resolve``, and the rules
+``etrt_parse_byte_count`` and ``etrt_host_engine_binds``; ``include/etrt/c_api.h``,
+version 5).
 
 ``etrt inspect``, ``etrt validate`` and every other reader of a blob or a
 GPU-free NvInfer engine in this package ask the runtime: the bytes go through
@@ -143,6 +144,32 @@ def parse_byte_count(value: bytes) -> Optional[int]:
     if api().parse_byte_count(data, len(data), ctypes.byref(count)) != _capi.OK:
         return None
     return int(count.value)
+
+
+#: ExecuTorch's DeviceType by name (runtime/core/portable_type/device.h).
+DEVICE_TYPES = {"cpu": 0, "cuda": 1}
+
+
+def host_engine_binds(device: str, is_input: bool, name: str) -> Optional[str]:
+    """None where a host engine (the GPU-free NvInfer's host mode) takes a delegate argument ExecuTorch placed on
+    ``device`` (``"cpu"``, ``"cuda:0"``); else the refusal the call returns, in the runtime's words (its own rule,
+    ``etrt_host_engine_binds``)."""
+    import ctypes
+
+    from . import _capi
+
+    kind, _, index = device.partition(":")
+    if kind not in DEVICE_TYPES:
+        raise ValueError(f"{device!r} is not a device ExecuTorch places tensors on ({', '.join(DEVICE_TYPES)})")
+    handle = ctypes.c_void_p()
+    code = api().host_engine_binds(DEVICE_TYPES[kind], int(index or 0), int(bool(is_input)), name.encode(),
+                                   ctypes.byref(handle))
+    text = api().take_text(handle)
+    if code == _capi.OK:
+        return None
+    if text is None:
+        raise MemoryError(f"libetrt could not answer etrt_host_engine_binds for {device} (code {code})")
+    return text
 
 
 def build_has_cuda() -> bool:

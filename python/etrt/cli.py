@@ -443,9 +443,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
     p.add_argument("--strict", action="store_true", help="treat warnings as errors (exit 1)")
     p.add_argument("--runtime", choices=("unknown", "cpu", "cuda"), default="unknown",
-                   help="the runtime the program will meet, for programs with memory on CUDA (Torch-TensorRT's "
-                        "exports): cpu = a CPU build of etrt or ExecuTorch's PyPI wheel (no CUDA device allocator: "
-                        "an error), cuda = a CUDA build of etrt or ExecuTorch's CUDA backend; default: a warning")
+                   help="the runtime the program will meet: cpu = a CPU build of etrt (memory on CUDA, as "
+                        "Torch-TensorRT's exports have, CUDA-mode engines and TensorRT plans are errors), cuda = a "
+                        "CUDA build of etrt (or ExecuTorch's CUDA backend's allocator); default: warnings for what "
+                        "needs CUDA. Host engines behind CUDA-placed arguments and legacy device planning are errors "
+                        "for every runtime")
     g = p.add_mutually_exclusive_group()
     g.add_argument("-q", "--quiet", action="store_true", help="print nothing when the program passes")
     g.add_argument("-v", "--verbose", action="store_true", help="also print informational findings")

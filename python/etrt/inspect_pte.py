@@ -92,6 +92,9 @@ def _delegate(d: DelegateInfo, plan: Optional[Dict[str, Any]]) -> Dict[str, Any]
     # then outputs, aliased outputs possibly left out (bound_to None).
     pairs = d.match_args(d.tensor_args) if d.tensor_args is not None else None
     bound = {b.name: a for b, a in pairs or []}
+    states = describe_states(d)
+    # A delegate-owned state's input and output: the delegate keeps them (the call passes neither).
+    owned = {s[role]: {"name": s["name"], "in_place": s["in_place"]} for s in states for role in ("input", "output")}
 
     def binding(b) -> Dict[str, Any]:
         e: Dict[str, Any] = {"name": b.name, "is_input": b.is_input, "dtype": b.dtype, "shape": b.shape}
@@ -100,6 +103,8 @@ def _delegate(d: DelegateInfo, plan: Optional[Dict[str, Any]]) -> Dict[str, Any]
             e["bound_to"] = None if a is None else {"value": a.value_index, "dtype": a.value["dtype"],
                                                     "sizes": a.value["sizes"], "dynamism": a.value["dynamism"],
                                                     "device": a.value.get("device", "cpu")}
+        if b.name in owned:
+            e["state"] = owned[b.name]
         return e
 
     out["io_bindings"] = [binding(b) for b in md.io_bindings]
@@ -107,7 +112,7 @@ def _delegate(d: DelegateInfo, plan: Optional[Dict[str, Any]]) -> Dict[str, Any]
     out["arguments"] = [binding(b) for b in arguments] if arguments is not None else None
     out["io_from_engine"] = not md.io_bindings
     out["aliases"] = [v.to_dict() for v in describe_aliases(d)]
-    out["delegate_state"] = describe_states(d)
+    out["delegate_state"] = states
     sig = d.signature
     out["profiles"] = {
         "count": sig.num_profiles if sig is not None else None,
@@ -221,6 +226,13 @@ def _binding_text(b: Dict[str, Any]) -> str:
     text = f"{b['name']} {b['dtype'] or '?'} {format_shape(b['shape']) if b['shape'] else '[?]'}"
     if "bound_to" in b:
         t = b["bound_to"]
+        state = b.get("state")
+        if t is None and state is not None:
+            # Worded as the state's own line: the new value written in place, or copied back.
+            if b["is_input"]:
+                return text + f"  {arrow} the delegate's state '{state['name']}' (not passed: the delegate keeps it)"
+            how = "written in place into" if state["in_place"] else "copied back into"
+            return text + f"  {arrow} {how} the delegate's state '{state['name']}'"
         if t is None:
             return text + f"  {arrow} no tensor (written in place into its input only)"
         dyn = " (upper bound)" if t["dynamism"] == "DYNAMIC_BOUND" else ""

@@ -1,10 +1,11 @@
-// The C ABI's readers (include/etrt/c_api.h, versions 2 to 4): thin glue over backend/inspection.h and the load
-// options' byte-count rule (backend/load_options.h).
+// The C ABI's readers (include/etrt/c_api.h, versions 2 to 5): thin glue over backend/inspection.h, the load
+// options' byte-count rule (backend/load_options.h) and a host engine's placement rule (backend/staging.h).
 #include <new>
 #include <string>
 
 #include "backend/inspection.h"
 #include "backend/load_options.h"
+#include "backend/staging.h"
 #include "etrt/c_api.h"
 
 struct etrt_text {
@@ -57,6 +58,30 @@ int etrt_parse_byte_count(const void* data, size_t size, int64_t* bytes) {
   if (bytes == nullptr) return ETRT_E_INVALID_ARGUMENT;
   return etrt::backend::parse_byte_count(static_cast<const char*>(data), size, bytes) ? ETRT_OK
                                                                                       : ETRT_E_INVALID_ARGUMENT;
+}
+
+int etrt_host_engine_binds(int32_t device_type, int32_t device_index, int is_input, const char* name,
+                           etrt_text** out) {
+  using executorch::runtime::etensor::DeviceType;
+  using executorch::runtime::etensor::kNumDeviceTypes;
+  if (out == nullptr) return ETRT_E_INVALID_ARGUMENT;
+  *out = nullptr;
+  if (name == nullptr || device_type < 0 || static_cast<size_t>(device_type) >= kNumDeviceTypes)
+    return ETRT_E_INVALID_ARGUMENT;
+  etrt::Diagnostic why;
+  if (etrt::backend::host_engine_binds(why, static_cast<DeviceType>(device_type), device_index, is_input != 0, name) ==
+      etrt::Error::Ok)
+    return ETRT_OK;
+  auto* text = new (std::nothrow) etrt_text();
+  if (text == nullptr) return ETRT_E_NO_MEMORY;
+  try {
+    text->text = why.c_str();
+  } catch (const std::bad_alloc&) {
+    delete text;
+    return ETRT_E_NO_MEMORY;
+  }
+  *out = text;
+  return ETRT_E_FAILED;
 }
 
 int etrt_build_has_cuda(void) { return etrt::backend::built_with_cuda() ? 1 : 0; }

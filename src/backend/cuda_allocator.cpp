@@ -5,13 +5,9 @@
 // gets that memory and runs those copies through the DeviceAllocator registered for CUDA. The PyPI wheels register
 // none, so etrt does -- unless someone did first, or ETRT_REGISTER_CUDA_ALLOCATOR=0 (cuda_allocator_policy.h).
 // The CUDA calls are cuda_memory_cuda.cpp's.
-#include <cstdlib>
-
 #include <executorch/runtime/core/device_allocator.h>
-#include <executorch/runtime/platform/log.h>
 
 #include "backend/cuda_allocator.h"
-#include "backend/cuda_allocator_policy.h"
 #include "backend/cuda_memory.h"
 #include "backend/last_error.h"
 #include "etrt/stream_guard.h"
@@ -70,19 +66,7 @@ class CudaDeviceAllocator final : public DeviceAllocator {
 
 CudaDeviceAllocator g_allocator;
 
-const CudaAllocatorRegistration g_registration = [] {
-  // Read once, here: the decision holds for the life of the process.
-  const char* variable = std::getenv(kRegisterCudaAllocatorVariable);
-  const bool present = executorch::runtime::get_device_allocator(DeviceType::CUDA) != nullptr;
-  const CudaAllocatorDecision decision = decide_cuda_allocator_registration(/*cuda_build=*/true, present, variable);
-  if (decision.variable_unrecognized)
-    ET_LOG(Error, "etrt: %s='%s' is neither 0/false/off/no nor 1/true/on/yes; ignored (etrt registers its CUDA "
-                  "device allocator unless another library did)",
-           kRegisterCudaAllocatorVariable, variable);
-  if (decision.registration == CudaAllocatorRegistration::kRegister)
-    executorch::runtime::register_device_allocator(&g_allocator);
-  return decision.registration;
-}();
+const CudaAllocatorRegistration g_registration = register_cuda_allocator(&g_allocator, /*cuda_build=*/true);
 
 }  // namespace
 

@@ -147,9 +147,11 @@ inline constexpr uint8_t kStagedRealigned = 2;  // the same memory at an aligned
 
 // Where a tensor lives, for a host engine, which never asks CUDA: ExecuTorch's word for it (Tensor::device_type(); a
 // program exported with a CUDA target device places its delegate arguments on CUDA), host memory otherwise.
+inline MemoryPlace host_engine_place_of(executorch::runtime::etensor::DeviceType type) {
+  return type == executorch::runtime::etensor::DeviceType::CPU ? MemoryPlace::kPageableHost : MemoryPlace::kOtherDevice;
+}
 inline MemoryPlace host_engine_place_of(const executorch::aten::Tensor& tensor) {
-  return tensor.device_type() == executorch::runtime::etensor::DeviceType::CPU ? MemoryPlace::kPageableHost
-                                                                               : MemoryPlace::kOtherDevice;
+  return host_engine_place_of(tensor.device_type());
 }
 
 // True when this build can run engines whose memory kind is `kind`.

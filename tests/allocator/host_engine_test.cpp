@@ -12,6 +12,7 @@
 
 #include "backend/device.h"
 #include "backend/staging.h"
+#include "etrt/c_api.h"
 
 namespace etrt::backend {
 namespace {
@@ -58,6 +59,33 @@ TEST(HostEngineDevicePlacement, ACudaTaggedOutputIsRefusedAndACpuOneBound) {
   ASSERT_EQ(bind_host(state, why, 1, host.tensor, false, "y", &address, copied), Error::Ok) << why.c_str();
   EXPECT_EQ(address, host.data);
   EXPECT_EQ(copied.realigned, 0) << "bound in place: nothing copied";
+}
+
+// etrt validate asks libetrt's C ABI whether a host engine takes an argument placed on a device: the answer is the
+// call's own refusal, word for word, and an acceptance where the call binds.
+TEST(HostEngineDevicePlacement, TheToolsGetTheCallsRefusalThroughTheCAbi) {
+  DeviceState state;
+  Diagnostic why;
+  ASSERT_EQ(prepare_host_staging(&state, {256, 256}, why), Error::Ok) << why.c_str();
+  for (bool is_input : {true, false}) {
+    TaggedTensor tagged(et::etensor::DeviceType::CUDA);
+    void* address = nullptr;
+    CopiedBytes copied;
+    ASSERT_EQ(bind_host(state, why, is_input ? 0 : 1, tagged.tensor, is_input, "kv", &address, copied),
+              Error::InvalidArgument);
+    etrt_text* text = nullptr;
+    ASSERT_EQ(etrt_host_engine_binds(1, 0, is_input ? 1 : 0, "kv", &text), ETRT_E_FAILED);
+    ASSERT_NE(text, nullptr);
+    EXPECT_STREQ(etrt_text_data(text), why.c_str());
+    etrt_text_free(text);
+  }
+  etrt_text* text = nullptr;
+  EXPECT_EQ(etrt_host_engine_binds(0, 0, 1, "x", &text), ETRT_OK);
+  EXPECT_EQ(text, nullptr);
+  EXPECT_EQ(etrt_host_engine_binds(2, 0, 1, "x", &text), ETRT_E_INVALID_ARGUMENT) << "not an ExecuTorch device type";
+  EXPECT_EQ(etrt_host_engine_binds(-1, 0, 1, "x", &text), ETRT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(etrt_host_engine_binds(1, 0, 1, nullptr, &text), ETRT_E_INVALID_ARGUMENT);
+  EXPECT_EQ(etrt_host_engine_binds(1, 0, 1, "x", nullptr), ETRT_E_INVALID_ARGUMENT);
 }
 
 TEST(HostEngineDevicePlacement, ARepeatedCallNeverTakesACudaTaggedTensorAsBoundInPlace) {

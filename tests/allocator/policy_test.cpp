@@ -32,9 +32,14 @@ TEST(CudaAllocatorPolicy, TheVariableTurnsRegistrationOff) {
   }
 }
 
-TEST(CudaAllocatorPolicy, ABuildWithoutCudaRegistersNothing) {
+TEST(CudaAllocatorPolicy, ABuildWithoutCudaRegistersItsRefusingAllocatorUnderTheSameRules) {
   EXPECT_EQ(decide(false, false, nullptr), R::kNoCudaInThisBuild);
   EXPECT_EQ(decide(false, false, "1"), R::kNoCudaInThisBuild);
+  // Another library's allocator is kept, and the variable turns etrt's off, as in the CUDA build.
+  EXPECT_EQ(decide(false, true, nullptr), R::kAlreadyRegistered);
+  EXPECT_EQ(decide(false, false, "0"), R::kOptedOut);
+  EXPECT_EQ(decide(false, true, "off"), R::kOptedOut);
+  EXPECT_TRUE(decide_cuda_allocator_registration(false, false, "maybe").variable_unrecognized);
 }
 
 TEST(CudaAllocatorPolicy, AnUnrecognizedValueIsReportedAndIgnored) {

@@ -1,7 +1,7 @@
 // What libetrt does about a CUDA device allocator when it loads, seen from a process that links it: the CUDA build
-// registers etrt's (unless ETRT_REGISTER_CUDA_ALLOCATOR=0, a second CTest run of this executable), the build without
-// CUDA registers none. Runs without a GPU: the allocator touches CUDA only when asked for memory, and then fails
-// with a reason.
+// registers etrt's, the build without CUDA one that refuses every request naming the fix; neither registers one with
+// ETRT_REGISTER_CUDA_ALLOCATOR=0 (a second CTest run of this executable). Runs without a GPU: the allocator touches
+// CUDA only when asked for memory, and then fails with a reason.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -34,23 +34,25 @@ int allocator_state() {
   return std::get<int>(option[0].value);
 }
 
-#if ETRT_TEST_CUDA_BUILD
-
 bool opted_out() {
   const char* v = std::getenv("ETRT_REGISTER_CUDA_ALLOCATOR");
   return v != nullptr && std::strcmp(v, "0") == 0;
 }
 
-TEST(CudaAllocatorRegistration, TheCudaBuildRegistersItsAllocatorUnlessTurnedOff) {
+// Both builds register an allocator for CUDA unless turned off: the CUDA build its own, the build without CUDA one
+// that refuses (kCudaAllocatorNoneInThisBuild: no CUDA memory here).
+TEST(CudaAllocatorRegistration, EachBuildRegistersItsAllocatorUnlessTurnedOff) {
   if (opted_out()) {
     EXPECT_EQ(allocator_state(), kCudaAllocatorOptedOut);
     EXPECT_EQ(et::get_device_allocator(DeviceType::CUDA), nullptr);
   } else {
-    EXPECT_EQ(allocator_state(), kCudaAllocatorRegistered);
+    EXPECT_EQ(allocator_state(), ETRT_TEST_CUDA_BUILD ? kCudaAllocatorRegistered : kCudaAllocatorNoneInThisBuild);
     ASSERT_NE(et::get_device_allocator(DeviceType::CUDA), nullptr);
     EXPECT_EQ(et::get_device_allocator(DeviceType::CUDA)->device_type(), DeviceType::CUDA);
   }
 }
+
+#if ETRT_TEST_CUDA_BUILD
 
 bool machine_has_a_gpu() {
   int count = 0;
@@ -96,9 +98,28 @@ TEST(CudaAllocatorRegistration, AnAlignmentCudaMallocCannotGiveIsRefused) {
 
 #else
 
-TEST(CudaAllocatorRegistration, ABuildWithoutCudaRegistersNone) {
-  EXPECT_EQ(allocator_state(), kCudaAllocatorNoneInThisBuild);
-  EXPECT_EQ(et::get_device_allocator(DeviceType::CUDA), nullptr);
+TEST(CudaAllocatorRegistration, EveryRequestToTheRefusingAllocatorSaysThatACudaBuildIsMissing) {
+  if (opted_out()) return;  // the other run checks that nothing is registered
+  et::DeviceAllocator* allocator = et::get_device_allocator(DeviceType::CUDA);
+  ASSERT_NE(allocator, nullptr);
+  clear_last_error();
+  et::Result<void*> memory = allocator->allocate(1536, 0, 16);
+  ASSERT_FALSE(memory.ok());
+  EXPECT_EQ(memory.error(), et::Error::NotSupported);
+  ASSERT_TRUE(has_last_error());
+  const std::string message = last_error_message();
+  EXPECT_THAT(message, HasSubstr("etrt's CUDA device allocator: allocating 1536 bytes on CUDA device 0"));
+  EXPECT_THAT(message, HasSubstr("this libetrt was built without CUDA"));
+  EXPECT_THAT(message, HasSubstr("a CUDA build of etrt (-DETRT_WITH_CUDA=ON"));
+  EXPECT_THAT(message, HasSubstr("without the target_device compile spec"));
+  float host[4] = {};
+  clear_last_error();
+  EXPECT_EQ(allocator->copy_host_to_device(host, host, sizeof host, 1), et::Error::NotSupported);
+  EXPECT_THAT(last_error_message(), HasSubstr("copying 16 bytes of host memory to CUDA device 1"));
+  clear_last_error();
+  EXPECT_EQ(allocator->copy_device_to_host(host, host, sizeof host, 0), et::Error::NotSupported);
+  EXPECT_THAT(last_error_message(), HasSubstr("copying 16 bytes to host memory from CUDA device 0"));
+  allocator->deallocate(nullptr, 0);  // nothing was given: a no-op
 }
 
 #endif

@@ -38,6 +38,28 @@ def export(name: str, out_dir: Path) -> harness.Exported:
     return harness.export_case(models.CASES[name], out_dir, target_device=TARGET_DEVICE, suffix="_cuda0")
 
 
+#: Every way a program can meet device placement, for checking that etrt validate's verdict is the runtime's:
+#: variant -> (target_device compile spec, CUDA-mode engine, ExecuTorch's per-device memory planning).
+#: "cuda0" is what Torch-TensorRT writes; "cuda0_host" puts a host engine behind CUDA-placed arguments; "legacy"
+#: and "legacy_host" are exported with enable_non_cpu_memory_planning=False (ExecuTorch's legacy planning: the
+#: arguments are tagged CUDA but planned in host memory, with no copies); "cuda_engine" is a CUDA-mode engine without
+#: placement; "plain" neither.
+VARIANTS: Dict[str, tuple] = {
+    "cuda0": (True, True, True),
+    "cuda0_host": (True, False, True),
+    "legacy": (True, True, False),
+    "legacy_host": (True, False, False),
+    "cuda_engine": (False, True, True),
+    "plain": (False, False, True),
+}
+
+
+def export_variant(name: str, variant: str, out_dir: Path) -> harness.Exported:
+    placed, cuda_engine, device_planning = VARIANTS[variant]
+    return harness.export_case(models.CASES[name], out_dir, target_device=TARGET_DEVICE if placed else None,
+                               suffix=f"_{variant}", cuda_engine=cuda_engine, device_planning=device_planning)
+
+
 def eager_steps(name: str) -> List[Dict[str, Any]]:
     """``[{"inputs": [tensor], "outputs": [tensor]}]`` from a fresh eager model, step by step."""
     torch.manual_seed(0)

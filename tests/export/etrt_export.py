@@ -183,13 +183,14 @@ class EtrtTestPartitioner(Partitioner):
     ``[min, opt, max]`` ranges of the program's one dynamic dimension
     (named ``dim``; a static engine gets one profile). ``allow`` restricts the
     nodes that may be delegated. ``own_mutable_buffers`` moves a mutable buffer
-    into the delegate that updates it (``tag_mutated_buffer``). ``cuda_engine``: engines of the
-    GPU-free NvInfer's CUDA mode without placing the delegate's IO on the device (a ``target_device`` compile spec
-    in ``extra_specs`` implies it)."""
+    into the delegate that updates it (``tag_mutated_buffer``). ``cuda_engine``: True, engines of the
+    GPU-free NvInfer's CUDA mode without placing the delegate's IO on the device; False, host engines even behind a
+    ``target_device`` compile spec (a program the runtime refuses: tests/export/device_placed.py); None (default),
+    CUDA mode exactly when ``extra_specs`` hold a CUDA ``target_device``."""
 
     def __init__(self, profiles: Sequence[Sequence[int]] = (), dim: str = "seq",
                  allow: Optional[Callable[[torch.fx.Node], bool]] = None, own_mutable_buffers: bool = False,
-                 extra_specs: Sequence[CompileSpec] = (), cuda_engine: bool = False) -> None:
+                 extra_specs: Sequence[CompileSpec] = (), cuda_engine: Optional[bool] = None) -> None:
         super().__init__()
         spec = json.dumps({"dim": dim, "profiles": [list(p) for p in profiles], "cuda_engine": cuda_engine}).encode()
         self.delegation_spec = DelegationSpec(BACKEND_ID, [CompileSpec(PROFILES_SPEC, spec), *extra_specs])
@@ -382,7 +383,8 @@ class TensorRTBackend(BackendDetails):
         # Torch-TensorRT's target_device (cuda:<n>): the delegate's IO is placed on the device, so the engine runs
         # there too.
         device = next((bytes(s.value).decode() for s in compile_specs if s.key == "target_device"), "")
-        cuda_mode = device.startswith("cuda") or options.get("cuda_engine", False)
+        explicit = options.get("cuda_engine")
+        cuda_mode = device.startswith("cuda") if explicit is None else bool(explicit)
         t = translate(edge_program, label, options["profiles"], options["dim"], cuda_mode=cuda_mode)
         TensorRTBackend.translations.append(t)
         store = None

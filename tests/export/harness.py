@@ -33,8 +33,8 @@ TARGET_DEVICE_KEY = "target_device"
 
 
 def export_case(case, out_dir: Path, target_device: Optional[str] = None, suffix: str = "",
-                etrecord: Optional[Path] = None, cuda_engine: bool = False,
-                plan_io: bool = True) -> Exported:
+                etrecord: Optional[Path] = None, cuda_engine: Optional[bool] = None,
+                plan_io: bool = True, device_planning: bool = True) -> Exported:
     import torch
     from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge
     from executorch.exir.passes.init_mutable_pass import InitializedMutableBufferPass
@@ -60,9 +60,12 @@ def export_case(case, out_dir: Path, target_device: Optional[str] = None, suffix
     # input would be copied into host memory.
     from executorch.exir.passes import MemoryPlanningPass
 
+    # device_planning=False: ExecuTorch's legacy planning (enable_non_cpu_memory_planning=False), which tags the
+    # delegates' IO with the target device but plans every tensor in host memory and inserts no copies.
     manager = edge.to_executorch(ExecutorchBackendConfig(passes=[InitializedMutableBufferPass(["acc", "cache"])],
                                                          memory_planning_pass=MemoryPlanningPass(
-                                                             alloc_graph_input=plan_io, alloc_graph_output=plan_io)))
+                                                             alloc_graph_input=plan_io, alloc_graph_output=plan_io),
+                                                         enable_non_cpu_memory_planning=device_planning))
     if etrecord is not None:
         from executorch.devtools import generate_etrecord
 

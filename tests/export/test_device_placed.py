@@ -91,15 +91,88 @@ def test_a_program_without_target_device_gets_no_placement_finding(exported):
 
 @pytest.mark.parametrize("name", CASES)
 def test_without_a_cuda_device_allocator_loading_is_refused_saying_what_is_needed(rt, placed, name):
-    # The installed etrt here is a CPU build (scripts/test.sh), which registers no CUDA device allocator; ExecuTorch
-    # refuses before etrt is called, and etrt.runtime.load_method says why and what to do.
+    # The installed etrt here is a CPU build (scripts/test.sh), whose CUDA device allocator refuses the method's CUDA
+    # buffer saying why; etrt.runtime.load_method says that and what to do.
     with pytest.raises(rt.DeviceAllocatorMissing) as refused:
         rt.load_method(placed(name).path)
     message = str(refused.value)
     assert "on device 1:0" in message  # ExecuTorch's own words
+    assert "this libetrt was built without CUDA" in message  # etrt's CUDA device allocator's
     assert "places memory on cuda:0" in message and "target_device" in message
     assert "-DETRT_WITH_CUDA=ON" in message and "ExecuTorch's CUDA backend" in message
     assert isinstance(refused.value.__cause__, RuntimeError)
+
+
+# --------------------------------------------------------------------------
+# Every way a program meets device placement (device_placed.VARIANTS): etrt validate's verdict is the runtime's.
+
+VARIANT_CASES = [(name, variant) for name in CASES for variant in device_placed.VARIANTS]
+
+#: What a CUDA build of etrt does on a GPU with each variant (tests/gpu/run_device_placed_python.sh runs "cuda0"
+#: there): runs it, or refuses it -- a host engine refuses CUDA-placed arguments at the call, and legacy planning puts
+#: CUDA-tagged tensors in host memory, which ExecuTorch refuses at the input copy or a CUDA-mode engine would read as
+#: device memory.
+CUDA_BUILD_RUNS = {"cuda0": True, "cuda0_host": False, "legacy": False, "legacy_host": False, "cuda_engine": True,
+                   "plain": True}
+
+
+@pytest.fixture(scope="module")
+def variant(pte_dir):
+    cache = {}
+
+    def get(name, which):
+        if (name, which) not in cache:
+            cache[name, which] = device_placed.export_variant(name, which, pte_dir)
+        return cache[name, which]
+
+    return get
+
+
+def _python_runtime_verdict(rt, path, inputs):
+    """(ran, etrt's message) of the installed etrt (a build without CUDA) through ExecuTorch's Python runtime: loading
+    the method, then one call."""
+    from executorch.runtime import Runtime
+
+    rt.clear_last_error()
+    try:
+        method = Runtime.get().load_program(str(path)).load_method("forward")
+        method.execute(list(inputs))
+    except RuntimeError:
+        return False, rt.last_error_message()
+    return True, ""
+
+
+@pytest.mark.parametrize("name,which", VARIANT_CASES)
+def test_validate_for_a_cpu_build_refuses_exactly_what_the_cpu_build_refuses(rt, variant, name, which):
+    path = variant(name, which).path
+    ran, _ = _python_runtime_verdict(rt, path, device_placed.STEPS[name][0])
+    done = harness.etrt_cli("validate", "--runtime", "cpu", path)
+    assert done.returncode in (0, 1), done.stderr
+    assert (done.returncode == 0) == ran, f"{which}: the runtime {'ran' if ran else 'refused'} it\n{done.stdout}"
+
+
+@pytest.mark.parametrize("name,which", VARIANT_CASES)
+def test_validate_for_a_cuda_build_refuses_what_a_cuda_build_refuses(variant, name, which):
+    done = harness.etrt_cli("validate", "--runtime", "cuda", variant(name, which).path)
+    assert done.returncode in (0, 1), done.stderr
+    assert (done.returncode == 0) == CUDA_BUILD_RUNS[which], done.stdout
+    if which == "cuda0_host":
+        assert "error: 'forward' delegate 0" in done.stdout and "engine runs on the host" in done.stdout
+    if which.startswith("legacy"):
+        assert "enable_non_cpu_memory_planning=False" in done.stdout
+
+
+@pytest.mark.parametrize("name,which", [(n, w) for n, w in VARIANT_CASES if w in ("cuda0", "cuda0_host")])
+def test_a_cpu_build_refuses_device_placed_memory_through_module_naming_the_fix(runner, variant, tmp_path, name,
+                                                                             which):
+    # C++ Module (the export runner): the method fails to load at its CUDA buffer, and etrt::last_error_message() says
+    # why -- etrt's CUDA device allocator of the build without CUDA -- where ExecuTorch alone says nothing of etrt.
+    steps = [{"inputs": list(device_placed.STEPS[name][0])}]
+    (step,) = harness.run_cpp(runner, variant(name, which).path, steps, tmp_path)["steps"]
+    assert not step["ok"]
+    assert "etrt's CUDA device allocator: allocating" in step["error"]
+    assert "this libetrt was built without CUDA" in step["error"]
+    assert "-DETRT_WITH_CUDA=ON" in step["error"] and "without the target_device compile spec" in step["error"]
 
 
 def test_other_load_failures_pass_through_unchanged(rt, exported):

@@ -64,11 +64,20 @@ class MethodPlacement:
     copies: List[Copy] = field(default_factory=list)
     #: value index -> device, for every tensor not on the CPU
     device_values: Dict[int, str] = field(default_factory=dict)
+    #: value index -> where its memory is instead, for every tensor on a device whose memory is not planned on that
+    #: device: "buffer <i> on cpu" (ExecuTorch's legacy planning, enable_non_cpu_memory_planning=False, plans every
+    #: tensor in host memory) or "not planned" (the caller gives it)
+    misplaced: Dict[int, str] = field(default_factory=dict)
 
     @property
     def devices(self) -> List[str]:
         """The non-CPU devices the method's memory plan or tensors use, sorted."""
         return sorted({b.device for b in self.buffers if b.device != "cpu"} | set(self.device_values.values()))
+
+    @property
+    def buffer_devices(self) -> List[str]:
+        """The non-CPU devices the method's planned buffers are on, sorted: what a device allocator must give."""
+        return sorted({b.device for b in self.buffers if b.device != "cpu"})
 
     def device_bytes(self, device: str) -> int:
         return sum(b.size for b in self.buffers if b.device == device)
@@ -79,6 +88,17 @@ def _buffer_devices(plan: Mapping[str, Any]) -> Dict[int, str]:
     for entry in plan.get("non_const_buffer_device") or []:
         out[int(entry.get("buffer_idx", 0))] = _device_name(entry)
     return out
+
+
+def _memory_of(tensor: Mapping[str, Any], buffer_devices: Mapping[int, str]) -> Optional[str]:
+    """The device of the planned buffer a tensor's memory is in, "" when the tensor is not planned (the caller gives
+    its memory), None for a constant."""
+    if tensor.get("data_buffer_idx", 0) > 0:
+        return None
+    info = tensor.get("allocation_info")
+    if info is None:
+        return ""
+    return buffer_devices.get(int(info.get("memory_id", 0)), "cpu")
 
 
 def program_placement(pte: Mapping[str, Any]) -> List[MethodPlacement]:
@@ -93,9 +113,14 @@ def program_placement(pte: Mapping[str, Any]) -> List[MethodPlacement]:
             m.buffers.append(Buffer(i, int(size), devices.get(i, "cpu")))
         for vi, value in enumerate(plan.get("values") or []):
             if value.get("val_type") == "Tensor":
-                device = device_of(value.get("val") or {})
+                tensor = value.get("val") or {}
+                device = device_of(tensor)
                 if device != "cpu":
                     m.device_values[vi] = device
+                    where = _memory_of(tensor, devices)
+                    if where is not None and where != device:
+                        m.misplaced[vi] = ("not planned" if where == "" else
+                                           f"buffer {tensor['allocation_info'].get('memory_id', 0)} on {where}")
         operators = plan.get("operators") or []
         for ci, chain in enumerate(plan.get("chains") or []):
             for ii, instr in enumerate(chain.get("instructions") or []):

@@ -56,9 +56,10 @@ class DeviceAllocatorMissing(RuntimeError):
     """A method ExecuTorch could not load because it places memory on a
     device (a program exported with a ``target_device`` compile spec, as
     Torch-TensorRT's partitioner always adds) and no device allocator could
-    give it: none registered in this process, or the one registered failed
-    (its reason is :func:`last_error_message`). The exception ExecuTorch
-    raised is its ``__cause__``."""
+    give it: the one registered refused (its reason is
+    :func:`last_error_message`: on a CPU build of etrt, that it has no CUDA),
+    or none is registered (``ETRT_REGISTER_CUDA_ALLOCATOR=0``). The exception
+    ExecuTorch raised is its ``__cause__``."""
 
 
 # ExecuTorch 1.5.1's Python bindings: "Failed to allocate <n> bytes for buffer <i> on device <type>:<index>".
@@ -88,8 +89,8 @@ def load_method(program: Any, method_name: str = "forward") -> Any:
             f"{e}: method '{method_name}' places memory on {device} (the program was exported with a target_device "
             "compile spec, as Torch-TensorRT's partitioner always adds), and "
             + (f"the device allocator failed: {why}" if why else
-               "no device allocator for it is registered in this process: this etrt was built without CUDA, or its "
-               "allocator was turned off (ETRT_REGISTER_CUDA_ALLOCATOR=0)")
+               "no device allocator for it is registered in this process: etrt's was turned off "
+               "(ETRT_REGISTER_CUDA_ALLOCATOR=0)")
             + ". Needed: etrt built with CUDA (ETRT_CMAKE_ARGS=-DETRT_WITH_CUDA=ON pip install ./python, which "
             "registers a CUDA device allocator when it loads) on a machine with a GPU, or ExecuTorch's CUDA backend "
             "loaded before etrt; or export the program without the target_device compile spec") from e

@@ -36,11 +36,18 @@ numbers involved):
     the load would (see :func:`describe_aliases`);
   - ``bad-compile-spec``: a ``weight_streaming_budget`` compile spec that is
     not a byte count, or given twice;
-  - ``needs-cuda-device-allocator`` (error with ``runtime="cpu"``, else a
-    warning): a method with memory planned on CUDA (a ``target_device``
-    export, as Torch-TensorRT writes), which loads only where a CUDA
-    ``DeviceAllocator`` is registered (a CUDA build of etrt, ExecuTorch's
-    CUDA backend);
+  - ``needs-cuda-device-allocator`` (error with ``runtime="cpu"``, nothing
+    with ``"cuda"``, else a warning): a method with memory planned on CUDA (a
+    ``target_device`` export, as Torch-TensorRT writes), which loads only
+    where a CUDA ``DeviceAllocator`` gives it (a CUDA build of etrt,
+    ExecuTorch's CUDA backend; a CPU build's refuses);
+  - ``host-engine-on-device``: a host engine behind arguments placed on a
+    device, which the call refuses in any build (the runtime's rule and
+    message, ``etrt_host_engine_binds``);
+  - ``device-tensor-in-host-memory``: tensors placed on a device but planned
+    in host memory (ExecuTorch's legacy planning), which no runtime runs;
+  - ``needs-cuda-build`` with ``runtime="cpu"``: a CUDA-mode engine or a
+    TensorRT plan, which a CPU build refuses at load;
   - ``runtime-refuses-program``: a program ExecuTorch 1.5.1's runtime refuses
     to load (constants in the deprecated ``constant_buffer``);
   - ``exceeds-planned-output``, ``output-rank-mismatch``: what some profile
@@ -54,7 +61,7 @@ numbers involved):
   - ``unlinked-regimes``: multi-profile delegates nothing links (no shared
     symbol, no shared input), so equal counts are all that is known;
   - ``rank-differs``, ``static-input-unreachable``, ``static-output-mismatch``;
-  - ``needs-cuda-build``: a CUDA-mode GPU-free NvInfer engine or a TensorRT plan, on
+  - ``needs-cuda-build`` (runtime not said): a CUDA-mode GPU-free NvInfer engine or a TensorRT plan, on
     a libetrt built without CUDA, which refuses it at load;
     ``scratch-exceeds-device``;
 
@@ -85,6 +92,7 @@ Modules:
   :class:`ValidationError`;
 * :mod:`etrt.validate.checker` -- the checker, which runs the checks below;
 * :mod:`etrt.validate.program_checks` -- the program's constants;
+* :mod:`etrt.validate.placement_checks` -- device placement against the runtime named;
 * :mod:`etrt.validate.delegate_checks` -- each delegate: blob, signature,
   aliases, compile specs, GPU-free NvInfer engine;
 * :mod:`etrt.validate.call_checks` -- each delegate call: arguments, planned
@@ -99,7 +107,7 @@ from typing import Any, Dict
 from ..analysis import (BACKEND_ID, WEIGHT_STREAMING_BUDGET, AliasView, DelegateInfo, DelegateRef, analyze_pte,
                         decode_blob, describe_aliases, load_program, lowered_modules, parse_byte_count, printable)
 from .checker import _Checker
-from .program_checks import RUNTIMES
+from .placement_checks import RUNTIMES
 from .result import BAD_INPUT_CODES, INFO, Finding, ValidationError, ValidationResult
 
 # Reachable here as before the split.
@@ -145,11 +153,12 @@ def validate_program(source: Any, runtime: str = "unknown") -> ValidationResult:
       (``backend_id``, ``processed_bytes``) or ``(backend_id, bytes)`` pairs --
       every check except the planned-bounds one, which needs the memory plan.
 
-    ``runtime`` names the runtime the program will meet, for programs that
-    place memory on CUDA (``needs-cuda-device-allocator``): ``"cpu"`` (a CPU
-    build of etrt, ExecuTorch's PyPI wheel: no CUDA device allocator, an
-    error), ``"cuda"`` (a CUDA build of etrt, ExecuTorch's CUDA backend: no
-    finding) or ``"unknown"`` (a warning saying what it needs).
+    ``runtime`` names the runtime the program will meet (:data:`RUNTIMES`):
+    ``"cpu"`` (a CPU build of etrt: memory planned on CUDA and CUDA-mode
+    engines are errors), ``"cuda"`` (a CUDA build of etrt: no finding for
+    them) or ``"unknown"`` (warnings saying what they need). Host engines
+    behind CUDA-placed arguments and legacy device planning are errors for
+    every runtime.
 
     The ExecuTorch object paths are duck-typed and unverified here (PyTorch
     cannot be installed in etrt's CI). Raises :class:`etrt.pte.PteError` when

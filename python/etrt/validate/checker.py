@@ -10,11 +10,12 @@ from ..analysis import BACKEND_ID, DelegateInfo
 from .call_checks import _CallChecks
 from .cross_checks import _CrossChecks
 from .delegate_checks import _DelegateChecks
+from .placement_checks import _PlacementChecks
 from .program_checks import _ProgramChecks
 from .result import INFO, Finding
 
 
-class _Checker(_ProgramChecks, _DelegateChecks, _CallChecks, _CrossChecks):
+class _Checker(_ProgramChecks, _PlacementChecks, _DelegateChecks, _CallChecks, _CrossChecks):
     def __init__(self, delegates: List[DelegateInfo], plans: Optional[Sequence[Mapping[str, Any]]],
                  pte: Optional[Mapping[str, Any]] = None, runtime: str = "unknown") -> None:
         self.delegates = delegates
@@ -44,6 +45,7 @@ class _Checker(_ProgramChecks, _DelegateChecks, _CallChecks, _CrossChecks):
                          "apply to it", d)
                 continue
             self.check_one(d)
+            self.check_placed_arguments(d)
         usable = [d for d in trt if d.readable and d.signature is not None and not self.inconsistent(d)]
         # A profile request applies to one execution of one method, so the
         # delegates of different methods need not agree with each other.

@@ -66,23 +66,29 @@ class _DelegateChecks:
 
     def check_machine(self, d: DelegateInfo) -> None:
         """What the engine needs of the build and the machine that validates it: a CUDA build for a CUDA-mode
-        GPU-free NvInfer engine or a TensorRT plan (unless the program is declared for a CUDA runtime), and a device
-        with room for its scratch."""
+        GPU-free NvInfer engine or a TensorRT plan -- an error for a program declared for a CPU build of etrt
+        (``runtime="cpu"``), which refuses it at load; a warning when this build lacks CUDA and the runtime is not
+        said; nothing for a program declared for a CUDA runtime -- and a device with room for its scratch."""
         from .. import _reader
 
         eng, label = d.gpufree_engine, d.ref.label
-        # runtime="cuda": the program is declared for a CUDA build of etrt, so what this build cannot load is moot.
-        here = self.runtime != "cuda" and not _reader.build_has_cuda()
+        # runtime="cuda": the program is declared for a CUDA build of etrt, so what this build cannot load is moot;
+        # runtime="cpu": it is declared for a build without CUDA, whatever this one is.
+        if self.runtime == "cpu":
+            severity, build = ERROR, "the runtime named (--runtime cpu) is an etrt built without CUDA"
+        else:
+            severity, build = WARNING, "this etrt was built without CUDA"
+        here = self.runtime == "cpu" or (self.runtime != "cuda" and not _reader.build_has_cuda())
         if eng is not None and eng.cuda_mode and here:
-            self.add(WARNING, "needs-cuda-build",
+            self.add(severity, "needs-cuda-build",
                      f"{label}: its engine is a CUDA-mode engine of the GPU-free NvInfer (its tensors and weights "
-                     "live in device memory), and this etrt was built without CUDA, so loading it here "
+                     f"live in device memory), and {build}, so loading it there "
                      "fails; run it with an etrt built with -DETRT_WITH_CUDA=ON (pip: ETRT_CMAKE_ARGS="
                      "\"-DETRT_WITH_CUDA=ON\") on a machine with a GPU", d)
         elif d.engine_kind == "tensorrt" and here:
-            self.add(WARNING, "needs-cuda-build",
-                     f"{label}: its engine is a TensorRT plan (not an engine of the GPU-free NvInfer), and this etrt "
-                     "was built without CUDA, against the GPU-free NvInfer, which refuses TensorRT plans at load; run "
+            self.add(severity, "needs-cuda-build",
+                     f"{label}: its engine is a TensorRT plan (not an engine of the GPU-free NvInfer), and {build}, "
+                     "against the GPU-free NvInfer, which refuses TensorRT plans at load; run "
                      "it with an etrt built against NVIDIA's TensorRT with -DETRT_WITH_CUDA=ON (pip: "
                      "ETRT_CMAKE_ARGS=\"-DETRT_WITH_CUDA=ON -DTENSORRT_ROOT=/path/to/TensorRT\") on a machine with a GPU", d)
         if eng is None or not eng.cuda_mode or d.metadata is None:

@@ -5,58 +5,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .result import ERROR, WARNING
-
-#: What ``runtime`` (etrt validate --runtime) may name: the runtime the program will meet.
-RUNTIMES = {
-    "unknown": "not said",
-    "cpu": "a runtime without a CUDA device allocator (a CPU build of etrt, ExecuTorch's PyPI wheel)",
-    "cuda": "a runtime with a CUDA device allocator (a CUDA build of etrt, or ExecuTorch's CUDA backend)",
-}
+from .result import ERROR
 
 
 class _ProgramChecks:
     """The program's own checks; mixed into
     :class:`etrt.validate.checker._Checker`, whose ``add`` records a finding."""
-
-    def check_device_placement(self, pte: Mapping[str, Any], runtime: str) -> None:
-        """A method with memory planned on a device (a delegate exported with a ``target_device`` compile spec,
-        as Torch-TensorRT's partitioner always adds) loads only where a ``DeviceAllocator`` is registered for
-        that device type: ExecuTorch allocates the buffer and runs the ``et_copy`` kernels through it, and
-        refuses the method without one. ``runtime`` names what the program will meet (:data:`RUNTIMES`)."""
-        from ..analysis import program_placement
-
-        for m in program_placement(pte):
-            devices = m.devices
-            if not devices or runtime == "cuda":
-                continue
-            cuda = [d for d in devices if d.startswith("cuda")]
-            other = [d for d in devices if not d.startswith("cuda")]
-            sizes = ", ".join(f"{m.device_bytes(d)} bytes on {d}" for d in devices)
-            copies = (f"; {len(m.copies)} host/device copy kernel(s) (et_copy::_h2d_copy.out / _d2h_copy.out) "
-                      "run through it" if m.copies else "")
-            needs = (f"method '{m.name}' places memory on {', '.join(devices)} ({sizes}{copies}), the program "
-                     "having been exported with a target_device compile spec (Torch-TensorRT's partitioner always "
-                     "adds one)")
-            refusal = ("ExecuTorch refuses the method at load without a device allocator for that device type "
-                       "('No device allocator registered for device type 1')")
-            if other:
-                self.add(WARNING, "needs-device-allocator",
-                         f"{needs}; {refusal}, and etrt registers one only for CUDA")
-            if not cuda:
-                continue
-            if runtime == "cpu":
-                self.add(ERROR, "needs-cuda-device-allocator",
-                         f"{needs}; the runtime named (--runtime cpu: a CPU build of etrt or ExecuTorch's PyPI wheel) "
-                         f"has no CUDA device allocator, so {refusal}. Run it with a CUDA build of etrt "
-                         "(-DETRT_WITH_CUDA=ON, which registers one when libetrt loads) or with ExecuTorch's CUDA "
-                         "backend, or export without the target_device compile spec")
-            else:
-                self.add(WARNING, "needs-cuda-device-allocator",
-                         f"{needs}; it runs only where a CUDA device allocator is registered: a CUDA build of etrt "
-                         "(-DETRT_WITH_CUDA=ON registers one when libetrt loads) or ExecuTorch's CUDA backend. A CPU "
-                         f"build of etrt and ExecuTorch's PyPI wheel have none: {refusal}. Say which runtime with "
-                         "--runtime cpu|cuda")
 
     def check_constants(self, pte: Mapping[str, Any]) -> None:
         """Where constants live, as ExecuTorch 1.5.1's runtime requires at Program::load and when a method loads.
