@@ -13,7 +13,8 @@
 //   2. figures: load time and device memory; decode ms/token (split vs wide, graphs off/on, a hand-written
 //      enqueueV3 loop on the same plans); prefill times; switch vs context_per_profile for a prefill + N decode steps.
 //
-//   etrt_bench_llm <dir holding split.pte wide.pte split.plan wide.plan reference.bin> [rounds=7]
+//   etrt_bench_llm <dir holding split.pte wide.pte split.plan wide.plan reference.bin> [rounds=7] [check]
+//     check: the correctness part only
 
 #include <NvInferRuntime.h>
 #include <cuda_runtime_api.h>
@@ -348,11 +349,12 @@ struct RawLoop {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s <dir> [rounds=7]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s <dir> [rounds=7] [check]\n", argv[0]);
     return 2;
   }
   const std::string dir = argv[1];
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 7;
+  const bool check_only = argc > 3 && std::strcmp(argv[3], "check") == 0;
   const Reference ref = read_reference(dir + "/reference.bin");
   const int32_t prompt = static_cast<int32_t>(ref.prompt.size()), steps = static_cast<int32_t>(ref.tokens.size());
 
@@ -408,6 +410,11 @@ int main(int argc, char** argv) {
     ok = check_configuration(b, r, ref, label.c_str()) && ok;
     std::printf("  %-34s load %.0f ms; device memory %.1f MiB after load (etrt scratch %.1f MiB)\n", "", r.load_ms,
                 mib(r.device_bytes), mib(static_cast<double>(scratch)));
+  }
+
+  if (check_only) {
+    std::printf("llm_bench: %s\n", ok ? "every configuration PASSED" : "a configuration FAILED");
+    return ok ? 0 : 1;
   }
 
   // 2a. Decode: one token at position `prompt`, the caches fed back; raw loops on each plan beside etrt.

@@ -9,7 +9,8 @@
 #         pack     `etrt pack` (the bundle's Python package, flatc and ExecuTorch schema)  (WORK/pack.log)
 #         bench    etrt_bench_llm: checks against eager, then the figures                  (WORK/bench.log)
 #         all      the four in order
-# Every log is also copied into LOGS. Exit status 0 when every phase run passed.
+# Every log is also copied into LOGS. Exit status 0 when every phase run passed. BENCH_ARGS: the runner's arguments
+# after the folder ("7 check": the checks only).
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WORK="${1:?usage: run_llm.sh WORK LOGS [layers] [phase]}"
@@ -44,7 +45,7 @@ if phase pack && [[ $status == 0 ]]; then
   grep -E "^wrote|error" "$WORK/pack.log"
 fi
 if phase bench && [[ $status == 0 ]]; then
-  "$HERE/etrt_bench_llm" "$WORK" > "$WORK/bench.log" 2>&1 || status=1
+  "$HERE/etrt_bench_llm" "$WORK" ${BENCH_ARGS:-} > "$WORK/bench.log" 2>&1 || status=1
   cat "$WORK/bench.log" | grep -v "^\[TensorRT\]" | head -80
 fi
 keep
