@@ -2,7 +2,7 @@
 # ------------
 # Finds NVIDIA TensorRT's C++ runtime: its headers and, when present, libnvinfer.
 #
-#   find_package(TensorRT [<version>] [REQUIRED] [COMPONENTS nvinfer])
+#   find_package(TensorRT [<version>|<min>...<max>] [REQUIRED] [COMPONENTS nvinfer])
 #
 # Where it looks: TENSORRT_ROOT (a CMake variable, else the environment
 # variable) — `<root>/include/NvInferVersion.h` and `<root>/lib*/libnvinfer*` —
@@ -36,7 +36,9 @@ if(NOT DEFINED TENSORRT_ROOT AND DEFINED ENV{TENSORRT_ROOT})
 endif()
 set(TENSORRT_ROOT "${TENSORRT_ROOT}" CACHE PATH "TensorRT installation: the directory holding include/ and lib/")
 # TensorRT_SEARCH_ROOT, when the caller sets it, is searched instead of
-# TENSORRT_ROOT: the GPU-free implementation's root staged in the build tree.
+# TENSORRT_ROOT: the GPU-free implementation's root staged in the build tree,
+# or, in an installed etrtConfig.cmake, the root etrt was built against when the
+# runner's project names none.
 if(TensorRT_SEARCH_ROOT)
   set(_trt_root "${TensorRT_SEARCH_ROOT}")
 else()
@@ -120,6 +122,7 @@ include(FindPackageHandleStandardArgs)
 find_package_handle_standard_args(TensorRT
   REQUIRED_VARS TensorRT_INCLUDE_DIR
   VERSION_VAR TensorRT_VERSION
+  HANDLE_VERSION_RANGE
   HANDLE_COMPONENTS
   REASON_FAILURE_MESSAGE "${_trt_reason}")
 

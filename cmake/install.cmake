@@ -35,6 +35,23 @@ if(TARGET etrt_gpufree_nvinfer)
 endif()
 install(EXPORT etrtTargets NAMESPACE etrt:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/etrt)
 
+# Built against NVIDIA's TensorRT (-DTENSORRT_ROOT), libetrt needs its libnvinfer, which is not installed beside it:
+# etrtConfig.cmake finds it again with the FindTensorRT.cmake installed beside it, at the root and major version this
+# build used unless the runner's project says otherwise (etrtConfig.cmake.in).
+set(ETRT_CONFIG_TENSORRT_ROOT "")
+set(ETRT_CONFIG_TENSORRT_VERSION "")
+set(ETRT_CONFIG_TENSORRT_VERSION_RANGE "")
+if(TENSORRT_ROOT)
+  get_filename_component(ETRT_CONFIG_TENSORRT_ROOT "${TENSORRT_ROOT}" ABSOLUTE)
+  set(ETRT_CONFIG_TENSORRT_VERSION "${TensorRT_VERSION}")
+  # libetrt asks the loader for libnvinfer.so.<major>: any TensorRT of that major version from the one it was built
+  # against on.
+  math(EXPR _etrt_next_major "${TensorRT_VERSION_MAJOR} + 1")
+  set(ETRT_CONFIG_TENSORRT_VERSION_RANGE "${TensorRT_VERSION_MAJOR}.${TensorRT_VERSION_MINOR}...<${_etrt_next_major}")
+  unset(_etrt_next_major)
+  install(FILES ${PROJECT_SOURCE_DIR}/cmake/FindTensorRT.cmake DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/etrt)
+endif()
+
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/etrtConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/etrtConfig.cmake
                               INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/etrt)
