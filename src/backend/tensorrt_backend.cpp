@@ -16,6 +16,7 @@
 
 #include "backend/counters.h"
 #include "backend/cuda_allocator.h"
+#include "backend/default_load_options.h"
 #include "backend/delegate.h"
 #include "backend/delegate_state.h"
 #include "backend/last_error.h"
@@ -72,6 +73,7 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
     LoadOptions options;
     Diagnostic why;
     clear_last_error();
+    apply_default_load_options(&options);  // process-wide defaults (etrt/c_api.h); the runtime specs override them
     if (read_load_options(context.runtime_specs(), &options, why) != Error::Ok) {
       report_error(name, "%s", why.c_str());
       return Error::InvalidArgument;
