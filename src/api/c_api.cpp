@@ -13,8 +13,6 @@
 
 #include "backend/counters.h"
 #include "backend/default_load_options.h"
-#include "backend/delegate_state.h"
-#include "backend/scratch_pool.h"
 #include "etrt/options.h"
 #include "etrt/profile_guard.h"
 #include "etrt/report.h"
@@ -202,28 +200,7 @@ int etrt_report_clear(void* report) {
 
 int etrt_counter(const char* name, int64_t* value) {
   if (name == nullptr || value == nullptr) return ETRT_E_INVALID_ARGUMENT;
-  const etrt::backend::CounterTotals c = etrt::backend::counter_totals();
-  if (std::strcmp(name, etrt::kCounterProfileSwitches) == 0) {
-    *value = c.switches;
-  } else if (std::strcmp(name, etrt::kCounterExecutions) == 0) {
-    *value = c.executions;
-  } else if (std::strcmp(name, etrt::kCounterLastProfile) == 0) {
-    *value = c.last_profile;
-  } else if (std::strcmp(name, etrt::kCounterStateBytes) == 0) {
-    *value = etrt::backend::state_bytes_held();
-  } else if (std::strcmp(name, etrt::kCounterScratchBytes) == 0) {
-    *value = etrt::backend::scratch_bytes_held();
-  } else if (std::strcmp(name, etrt::kCounterHostToDeviceBytes) == 0) {
-    *value = c.copied.host_to_device;
-  } else if (std::strcmp(name, etrt::kCounterDeviceToHostBytes) == 0) {
-    *value = c.copied.device_to_host;
-  } else if (std::strcmp(name, etrt::kCounterRealignedBytes) == 0) {
-    *value = c.copied.realigned;
-  } else if (std::strcmp(name, etrt::kCounterWriteBackBytes) == 0) {
-    *value = c.copied.write_back;
-  } else {
-    return ETRT_E_INVALID_ARGUMENT;
-  }
+  if (!etrt::backend::read_counter(etrt::backend::counter_totals(), name, value)) return ETRT_E_INVALID_ARGUMENT;
   return ETRT_OK;
 }
 

@@ -1,6 +1,13 @@
 #include "backend/counters.h"
 
+#include <array>
+#include <cstdio>
+#include <cstring>
 #include <mutex>
+
+#include "backend/delegate_state.h"
+#include "backend/scratch_pool.h"
+#include "etrt/options.h"
 
 namespace etrt::backend {
 namespace {
@@ -26,6 +33,24 @@ Registry& registry() {
   static Registry* r = new Registry;
   return *r;
 }
+
+struct Counter {
+  const char* name;
+  int64_t (*read)(const CounterTotals& totals);
+};
+
+// The table: one row per counter of etrt/options.h, in its order.
+constexpr Counter kCounters[] = {
+    {kCounterProfileSwitches, [](const CounterTotals& t) -> int64_t { return t.switches; }},
+    {kCounterExecutions, [](const CounterTotals& t) -> int64_t { return t.executions; }},
+    {kCounterLastProfile, [](const CounterTotals& t) -> int64_t { return t.last_profile; }},
+    {kCounterStateBytes, [](const CounterTotals&) -> int64_t { return state_bytes_held(); }},
+    {kCounterScratchBytes, [](const CounterTotals&) -> int64_t { return scratch_bytes_held(); }},
+    {kCounterHostToDeviceBytes, [](const CounterTotals& t) -> int64_t { return t.copied.host_to_device; }},
+    {kCounterDeviceToHostBytes, [](const CounterTotals& t) -> int64_t { return t.copied.device_to_host; }},
+    {kCounterRealignedBytes, [](const CounterTotals& t) -> int64_t { return t.copied.realigned; }},
+    {kCounterWriteBackBytes, [](const CounterTotals& t) -> int64_t { return t.copied.write_back; }},
+};
 
 }  // namespace
 
@@ -66,6 +91,31 @@ CounterTotals counter_totals() noexcept {
   }
   totals.last_profile = DelegateCounts::last_profile_.load(std::memory_order_relaxed);
   return totals;
+}
+
+bool read_counter(const CounterTotals& totals, const char* name, int64_t* value) {
+  for (const Counter& counter : kCounters) {
+    if (std::strcmp(name, counter.name) == 0) {
+      *value = counter.read(totals);
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* counter_names() noexcept {
+  static const std::array<char, 256> text = [] {
+    std::array<char, 256> names{};
+    size_t used = 0;
+    for (const Counter& counter : kCounters) {
+      const int n = std::snprintf(names.data() + used, names.size() - used, "%s%s", used == 0 ? "" : ", ",
+                                  counter.name);
+      if (n < 0 || static_cast<size_t>(n) >= names.size() - used) break;  // cannot happen: the names are short
+      used += static_cast<size_t>(n);
+    }
+    return names;
+  }();
+  return text.data();
 }
 
 }  // namespace etrt::backend

@@ -33,6 +33,15 @@ struct CounterTotals {
 };
 CounterTotals counter_totals() noexcept;
 
+// The one table of the process-wide counters by name (etrt/options.h kCounter*), which get_option and the C ABI
+// (etrt_counter) both read: the counter called `name` into *value, from `totals` (counter_totals()), except
+// state_bytes and scratch_bytes, which are read when asked (state_bytes_held, scratch_bytes_held). False, with *value
+// untouched, for a name that is no counter.
+bool read_counter(const CounterTotals& totals, const char* name, int64_t* value);
+
+// The counters' names in the table's order, ", "-separated: for messages that list them.
+const char* counter_names() noexcept;
+
 class DelegateCounts {
  public:
   DelegateCounts() noexcept;  // joins the live delegates

@@ -1,8 +1,9 @@
 #pragma once
 // Process-wide default load options, which runtimes that pass no load options of their own (ExecuTorch's Python API)
 // set through the C ABI (etrt/c_api.h, etrt_set_default_load_option_*). The store is the glue's: every delegate
-// reads it when it loads (read_load_options, before the runtime specs, which override it key by key), and the C ABI
-// above writes and lists it.
+// reads it when it loads (TensorRTBackend::init, before read_load_options applies the runtime specs, which override it
+// key by key), and the C ABI above writes and lists it. It checks each option with load_options.h, which knows
+// nothing of it.
 
 #include <cstdint>
 #include <string>

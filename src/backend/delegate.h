@@ -163,7 +163,8 @@ class Delegate {
   template <bool kTraced>
   Error execute_framed(executorch::runtime::Span<executorch::runtime::EValue*> args,
                        executorch::runtime::EventTracer* tracer);
-  // An execution with an event tracer attached, and what it did for the trace (delegate_trace.cpp).
+  // An execution with an event tracer attached (delegate_executor.cpp), and what it did for the trace
+  // (delegate_trace.cpp).
   Error execute_traced(executorch::runtime::Span<executorch::runtime::EValue*> args,
                        executorch::runtime::EventTracer* tracer);
   TraceOutcome trace_outcome(const Outcome& outcome, int32_t from_profile, Error status) const;

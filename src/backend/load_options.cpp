@@ -7,7 +7,6 @@
 
 #include <executorch/runtime/platform/log.h>
 
-#include "backend/default_load_options.h"
 #include "etrt/options.h"
 
 namespace etrt::backend {
@@ -159,7 +158,6 @@ Error apply_weight_streaming_spec(const void* value, size_t length, LoadOptions*
 }
 
 Error read_load_options(Span<const BackendOption> runtime_specs, LoadOptions* options, Diagnostic& why) {
-  apply_default_load_options(options);  // process-wide defaults (etrt/c_api.h); the runtime specs override them
   for (const BackendOption& option : runtime_specs) {
     RawOption raw{option.key, RawOption::Kind::kBool, false, 0, ""};
     if (const bool* b = std::get_if<bool>(&option.value)) {

@@ -69,8 +69,9 @@ struct RawOption {
 [[nodiscard]] Error apply_weight_streaming_spec(const void* value, size_t length, LoadOptions* options,
                                                 Diagnostic& why);
 
-// The options one delegate loads with: the process-wide defaults (default_load_options.h), then each runtime
-// spec over them, key by key. InvalidArgument, naming the option, for an unknown key or a bad value.
+// Applies each runtime spec over `options`, key by key: the glue first applies the process-wide defaults
+// (default_load_options.h), which the runtime specs override. InvalidArgument, naming the option, for an unknown key
+// or a bad value.
 [[nodiscard]] Error read_load_options(executorch::runtime::Span<const executorch::runtime::BackendOption> runtime_specs,
                                       LoadOptions* options, Diagnostic& why);
 

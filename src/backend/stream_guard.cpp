@@ -34,7 +34,7 @@ std::optional<void*> current_cuda_stream() noexcept {
 #else
 
 namespace {
-// Like the profile request (profile_guard.cpp), this lives in the shared
+// Like the profile request (thread_state.cpp), this lives in the shared
 // library `etrt` exactly once: a copy in a second shared object would be a
 // second, unrelated thread-local.
 thread_local std::optional<void*> t_current_stream;

@@ -16,11 +16,10 @@
 
 #include "backend/counters.h"
 #include "backend/cuda_allocator.h"
+#include "backend/default_load_options.h"
 #include "backend/delegate.h"
-#include "backend/delegate_state.h"
 #include "backend/last_error.h"
 #include "backend/nvtx_range.h"
-#include "backend/scratch_pool.h"
 #include "etrt/options.h"
 #include "etrt/report.h"
 
@@ -72,6 +71,7 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
     LoadOptions options;
     Diagnostic why;
     clear_last_error();
+    apply_default_load_options(&options);  // process-wide defaults (etrt/c_api.h); the runtime specs override them
     if (read_load_options(context.runtime_specs(), &options, why) != Error::Ok) {
       report_error(name, "%s", why.c_str());
       return Error::InvalidArgument;
@@ -113,31 +113,14 @@ class TensorRTBackend final : public executorch::runtime::BackendInterface {
   Error get_option(BackendOptionContext& /*context*/, Span<BackendOption>& options) override {
     const CounterTotals totals = counter_totals();
     for (BackendOption& option : options) {
-      if (std::strcmp(option.key, kCounterProfileSwitches) == 0) {
-        option.value = static_cast<int>(totals.switches);
-      } else if (std::strcmp(option.key, kCounterExecutions) == 0) {
-        option.value = static_cast<int>(totals.executions);
-      } else if (std::strcmp(option.key, kCounterLastProfile) == 0) {
-        option.value = static_cast<int>(totals.last_profile);
-      } else if (std::strcmp(option.key, kCounterStateBytes) == 0) {
-        option.value = clamp_to_int(state_bytes_held());
-      } else if (std::strcmp(option.key, kCounterScratchBytes) == 0) {
-        option.value = clamp_to_int(scratch_bytes_held());
-      } else if (std::strcmp(option.key, kCounterHostToDeviceBytes) == 0) {
-        option.value = clamp_to_int(totals.copied.host_to_device);
-      } else if (std::strcmp(option.key, kCounterDeviceToHostBytes) == 0) {
-        option.value = clamp_to_int(totals.copied.device_to_host);
-      } else if (std::strcmp(option.key, kCounterRealignedBytes) == 0) {
-        option.value = clamp_to_int(totals.copied.realigned);
-      } else if (std::strcmp(option.key, kCounterWriteBackBytes) == 0) {
-        option.value = clamp_to_int(totals.copied.write_back);
+      int64_t counter = 0;
+      if (read_counter(totals, option.key, &counter)) {
+        option.value = clamp_to_int(counter);
       } else if (std::strcmp(option.key, kCudaAllocatorState) == 0) {
         option.value = static_cast<int>(cuda_allocator_state());
       } else {
-        ET_LOG(Error, "TensorRTBackend has no option '%s'; readable: %s, %s, %s, %s, %s, %s, %s, %s, %s, %s",
-               option.key, kCounterProfileSwitches, kCounterExecutions, kCounterLastProfile, kCounterStateBytes,
-               kCounterScratchBytes, kCounterHostToDeviceBytes, kCounterDeviceToHostBytes, kCounterRealignedBytes,
-               kCounterWriteBackBytes, kCudaAllocatorState);
+        ET_LOG(Error, "TensorRTBackend has no option '%s'; readable: %s, %s", option.key, counter_names(),
+               kCudaAllocatorState);
         return Error::NotFound;
       }
     }

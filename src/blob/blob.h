@@ -11,7 +11,7 @@
 //
 // All integers are little-endian. The layout is Torch-TensorRT's; files it
 // exports load unchanged. docs/blob-format.md has the whole story, including
-// python/etrt/blob.py, which writes the same bytes.
+// python/etrt/blob/writer.py, which writes the same bytes.
 
 #include <cstddef>
 #include <cstdint>

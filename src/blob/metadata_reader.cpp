@@ -334,8 +334,8 @@ Error decode_metadata(const char* json, size_t size, std::optional<uint64_t> off
     return fail(why, Error::InvalidArgument,
                 "TensorRT blob: %s is larger than the limit of %zu bytes; re-export the model", where.c_str(),
                 kMaxMetadataSize);
-  // UTF-8 and depth are checked before parsing, in the same order and with the
-  // same words as python/etrt/blob.py, which must decode before it can parse.
+  // UTF-8 and depth are checked before parsing. The Python tools read blobs
+  // through this reader (python/etrt/blob/reader.py, via libetrt's C ABI).
   const size_t bad_byte = find_invalid_utf8(json, size);
   if (bad_byte != size)
     return fail(why, Error::InvalidArgument,

@@ -1,4 +1,4 @@
-// Writes the metadata JSON exactly as python/etrt/blob.py does
+// Writes the metadata JSON exactly as python/etrt/blob/writer.py does
 // (json.dumps(..., separators=(",", ":")) over a dict built in this key
 // order). tests/vectors/blob holds the bytes both must produce.
 

@@ -179,7 +179,7 @@ TEST(BlobRoundTrip, Tr02WithoutAliasedIoIsAccepted) {
 }
 
 TEST(BlobRoundTrip, Utf8BomBeforeTheMetadataIsSkipped) {
-  // nlohmann skips it; python/etrt/blob.py decodes with utf-8-sig to agree.
+  // nlohmann skips it, and the Python tools read through this reader (python/etrt/blob/reader.py).
   EXPECT_EQ(parse_error("\xEF\xBB\xBF" + testing::json_with("")), "");
 }
 

@@ -23,13 +23,14 @@ WHEEL="$(ls -d "$ROOT"/.venv/lib/python3*/site-packages/executorch | head -1)"
 
 rm -rf "$OUT" && mkdir -p "$OUT/schema" "$OUT/python"
 for b in "${BINARIES[@]}"; do strip -o "$OUT/$b" "$BUILD/tests/contract/$b"; done
-# The figures' benchmark, when the build has it (-DETRT_BUILD_BENCHMARKS=ON).
+LINKED=("${BINARIES[@]/#/$BUILD/tests/contract/}")
+# The figures' benchmark, when the build has it (-DETRT_BUILD_BENCHMARKS=ON); run_nvidia.sh runs it, so what it
+# loads travels too.
 BENCH="$BUILD/bench/nvidia/etrt_bench_nvidia_decode"
-[[ -x "$BENCH" ]] && strip -o "$OUT/etrt_bench_nvidia_decode" "$BENCH"
+if [[ -x "$BENCH" ]]; then strip -o "$OUT/etrt_bench_nvidia_decode" "$BENCH"; LINKED+=("$BENCH"); fi
 # The real-LLM benchmark (bench/llm), when the build has it (NVIDIA's ONNX parser at TENSORRT_ROOT): the plan builder,
 # the runner, their Python side, the parser itself and the plugin library stub it loads (plugin_library_stub.cpp).
 LLM="$BUILD/bench/llm"
-LINKED=("${BINARIES[@]/#/$BUILD/tests/contract/}")
 if [[ -x "$LLM/etrt_bench_llm" && -x "$LLM/etrt_llm_build_plan" ]]; then
   mkdir -p "$OUT/llm"
   for b in etrt_bench_llm etrt_llm_build_plan; do strip -o "$OUT/$b" "$LLM/$b"; LINKED+=("$LLM/$b"); done
@@ -42,6 +43,16 @@ ldd "${LINKED[@]}" | awk '/=> \// {print $1, $3}' | sort -u | while read -r name
     libnvonnxparser*) ;;
     *) cp -L "$path" "$OUT/$name" && strip --strip-unneeded "$OUT/$name" ;;
   esac
+done
+# ExecuTorch's runtime libraries beside libexecutorch that ldd does not list for these binaries but a Module of this
+# ExecuTorch loads for some programs: the et_copy kernels of device-placed programs (Torch-TensorRT's exports) and
+# ETDump, ExecuTorch's event tracer. From the same wheel as the libexecutorch.so above.
+for lib in libexecutorch_kernels_optimized.so libexecutorch_etdump.so; do
+  if [[ -f "$WHEEL/lib/$lib" ]]; then
+    [[ -f "$OUT/$lib" ]] || { cp -L "$WHEEL/lib/$lib" "$OUT/$lib" && strip --strip-unneeded "$OUT/$lib"; }
+  else
+    echo "make_nvidia_bundle.sh: WARNING: no $WHEEL/lib/$lib: the bundle goes without it" >&2
+  fi
 done
 cp "$WHEEL/data/bin/flatc" "$OUT/"
 cp "$WHEEL/exir/_serialize/program.fbs" "$WHEEL/exir/_serialize/scalar_type.fbs" "$OUT/schema/"

@@ -11,6 +11,7 @@ needs torch; tests/export runs etrt.runtime under it, in .venv-export):
 
 import ctypes
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -163,9 +164,8 @@ def test_reports_nest_are_per_thread_and_end_innermost_first(api):
 
 def test_counters_and_the_last_error_without_executions(api):
     value = ctypes.c_int64()
-    for name in (b"profile_switches", b"executions", b"last_profile", b"state_bytes", b"scratch_bytes",
-                 b"host_to_device_bytes", b"device_to_host_bytes", b"realigned_bytes", b"write_back_bytes"):
-        assert api.counter(name, ctypes.byref(value)) == _capi.OK
+    for name in _capi.COUNTERS:
+        assert api.counter(name.encode(), ctypes.byref(value)) == _capi.OK, name
     for name in (b"host_to_device_bytes", b"device_to_host_bytes", b"realigned_bytes", b"write_back_bytes"):
         assert api.counter(name, ctypes.byref(value)) == _capi.OK and value.value == 0, name
     assert api.counter(b"last_profile", ctypes.byref(value)) == _capi.OK and value.value == -1
@@ -173,6 +173,15 @@ def test_counters_and_the_last_error_without_executions(api):
     assert api.counter(b"nope", ctypes.byref(value)) == _capi.E_INVALID_ARGUMENT
     api.clear_last_error()
     assert api.has_last_error() == 0 and api.last_error() == ""
+
+
+def test_the_counter_names_are_the_ones_the_headers_declare():
+    # include/etrt/options.h (kCounter*, in order) declares them; etrt_counter's comment in c_api.h lists them.
+    options = (ROOT / "include" / "etrt" / "options.h").read_text()
+    assert tuple(re.findall(r'inline constexpr char kCounter\w+\[\] = "([^"]+)";', options)) == _capi.COUNTERS
+    header = (ROOT / "include" / "etrt" / "c_api.h").read_text()
+    comment = header[header.rindex("/**", 0, header.index("int etrt_counter(")):header.index("int etrt_counter(")]
+    assert tuple(re.findall(r'"([a-z_]+)"', comment)) == _capi.COUNTERS
 
 
 def _set(api, key, value):

@@ -120,10 +120,6 @@ def report() -> Report:
     return Report()
 
 
-_COUNTERS = ("profile_switches", "executions", "last_profile", "state_bytes", "scratch_bytes",
-             "host_to_device_bytes", "device_to_host_bytes", "realigned_bytes", "write_back_bytes")
-
-
 def counters() -> Dict[str, int]:
     """The process-wide counters (etrt/options.h kCounter*): profile switches and
     executions of all etrt delegates since the process started, the profile
@@ -139,7 +135,7 @@ def counters() -> Dict[str, int]:
     kept). A counter the loaded libetrt does not have is left out."""
     out = {}
     value = ctypes.c_int64()
-    for name in _COUNTERS:
+    for name in _capi.COUNTERS:
         if _api.counter(name.encode(), ctypes.byref(value)) == _capi.OK:
             out[name] = value.value
     return out
