@@ -20,8 +20,9 @@ LLM = harness.ROOT / "bench" / "llm"
 sys.path.insert(0, str(LLM))
 import llama  # noqa: E402
 
-# Every ONNX operator the exported model may use: those NVIDIA's TensorRT 8.6 ONNX parser took and built on the GPU
-# machine (docs/real-llm.md). An export that needs another operator has to be tried there first.
+# Every ONNX operator the exported model may use: each is on the support list of NVIDIA's TensorRT 8.6 ONNX parser
+# (onnx-tensorrt, release/8.6-GA, docs/operators.md). An export that needs another operator has to be checked there
+# and tried on the GPU machine first.
 PARSED_ON_TENSORRT_86 = {
     "Add", "Cast", "Concat", "Constant", "ConstantOfShape", "Div", "Equal", "Expand", "Gather", "LessOrEqual",
     "MatMul", "Mul", "Neg", "Pow", "Range", "ReduceMean", "Reshape", "ScatterElements", "Shape", "Sigmoid", "Slice",
@@ -72,7 +73,7 @@ def prepared(tmp_path_factory):
     return out
 
 
-def test_the_export_uses_only_operators_tensorrt_86_parsed(prepared):
+def test_the_export_uses_only_operators_tensorrt_86_parses(prepared):
     import onnx
 
     m = onnx.load(str(prepared / "model.onnx"))
