@@ -33,6 +33,7 @@
 #include "etrt/report.h"
 #include "etrt/stream_guard.h"
 #include "fixtures.h"
+#include "median.h"
 #include "recording_tracer.h"
 
 namespace {
@@ -51,11 +52,7 @@ void check(bool ok, const char* what) {
   std::exit(1);
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
+using etrt::testing::median;
 
 // Holds the stream it is queued on for 500 us (a host function: the stream waits until it returns).
 void CUDART_CB hold_the_stream(void*) {

@@ -39,6 +39,7 @@
 #include "etrt/options.h"
 #include "etrt/report.h"
 #include "etrt/stream_guard.h"
+#include "median.h"
 #include "module_loading.h"
 
 namespace {
@@ -62,10 +63,7 @@ void check(bool ok, const char* what) {
   std::exit(1);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
-}
+using etrt::testing::median;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 // reference.bin (prepare_llm.py).
@@ -496,12 +494,7 @@ int main(int argc, char** argv) {
               prompt, steps, rounds);
   {
     std::vector<int32_t> toks(b.max_seq, 1);
-    const Config seq_configs[] = {{"split", etrt::kStrategySwitch, false},
-                                  {"split", etrt::kStrategySwitch, true},
-                                  {"split", etrt::kStrategyContextPerProfile, false},
-                                  {"split", etrt::kStrategyContextPerProfile, true},
-                                  {"wide", etrt::kStrategySwitch, false},
-                                  {"wide", etrt::kStrategySwitch, true}};
+    const auto& seq_configs = configs;  // every configuration the checks ran
     std::vector<std::unique_ptr<Runner>> runners;
     for (const Config& c : seq_configs) runners.push_back(std::make_unique<Runner>(b, dir + "/" + c.plan + ".pte", c.strategy, c.graphs));
     set_tokens(b, toks.data(), prompt, 0);  // the same tokens every time: only the positions are set per step

@@ -91,7 +91,8 @@ def main() -> int:
     check16 = [(n, llama.prompt_tokens(c, n, seed=2 + n)) for n in checks]
     check16 = [(n, p, llama.generate(m16, p, 0)[1][0]) for n, p in check16]
     del m16
-    torch.cuda.empty_cache() if a.device.startswith("cuda") else None
+    if a.device.startswith("cuda"):
+        torch.cuda.empty_cache()
     m32 = llama.make_model(c, torch.float32, a.device)
     _, l32 = llama.generate(m32, prompt, a.steps, forced=tokens)
     check32 = [llama.generate(m32, p, 0)[1][0] for _, p, _ in check16]

@@ -30,6 +30,7 @@
 #include "etrt/options.h"
 #include "etrt/report.h"
 #include "etrt/stream_guard.h"
+#include "median.h"
 #include "module_loading.h"
 
 namespace {
@@ -54,10 +55,7 @@ void check(bool ok, const char* what) {
   std::exit(1);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
-}
+using etrt::testing::median;
 
 class Logger final : public nvinfer1::ILogger {
   void log(Severity severity, const char* msg) noexcept override {
