@@ -1,6 +1,6 @@
 """The programs of etrt_bench_gpu_decoder_state: one 30-layer decoder exported three ways with ExecuTorch's own
 pipeline (tests/export's test partitioner; engines of the GPU-free NvInfer's CUDA mode), so one run on a GPU can set
-the three ways a KV cache reaches the engine side by side (docs/gpu-testing.md, "KV caches: bytes per decode step"):
+the three ways a KV cache reaches the engine side by side (docs/gpu-testing.md, "Figures"; the runs in docs/runs/):
 
     program   the caches are the program's mutable buffers and the delegate's IO is placed on the device
               (target_device=cuda:0, what Torch-TensorRT's partitioner always adds): ExecuTorch copies each cache

@@ -1,6 +1,6 @@
 // etrt_bench_gpu_decoder_state: what a decode step of a 30-layer decoder copies, and how long it takes, for the
 // three ways its KV caches (60 of them, 240 MiB) reach the engine -- side by side in one process (docs/design.md
-// decision 18; docs/gpu-testing.md, "KV caches: bytes per decode step"). The programs are one model exported three
+// decision 18; docs/gpu-testing.md, "Figures"). The programs are one model exported three
 // ways by bench/gpu/decoder_state_export.py (ExecuTorch's own exporter; engines of the GPU-free NvInfer's CUDA mode):
 //
 //   program   the caches are the program's buffers, the delegate's IO placed on cuda:0 (Torch-TensorRT's export

@@ -23,7 +23,7 @@
 ///  2. with no guard, `cudaStreamPerThread`: the calling thread's per-thread
 ///     default stream on the delegate's device.
 ///
-/// What a delegate promises about that stream (docs/gpu-testing.md has the
+/// What a delegate promises about that stream (docs/cuda-path.md has the
 /// details): `forward()` returns once no host memory is used any more (host
 /// inputs consumed, host outputs written), and without synchronizing the
 /// device when all of a delegate's inputs and outputs are device memory: read

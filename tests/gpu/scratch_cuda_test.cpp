@@ -201,8 +201,8 @@ TEST(SharedScratchCuda, ACallOnAnotherStreamWaitsOnTheDeviceForThePoolsLastWork)
 
 // The streams are made and destroyed on the test's thread, after the workers join: under compute-sanitizer memcheck
 // (CUDA 13.0, driver 580) a cudaStreamDestroy on a worker thread deadlocked inside libcuda against the sanitizer's
-// own thread in about one run of two, with no etrt frame on any stack (docs/gpu-testing.md, "One stall under
-// memcheck"); what the test checks is the two sessions' calls, not where their streams die.
+// own thread in about one run of two, with no etrt frame on any stack (docs/runs/2026-12-02-gpu-suite.md, "One
+// stall under memcheck"); what the test checks is the two sessions' calls, not where their streams die.
 TEST(SharedScratchCuda, TwoSessionsOnTwoThreadsEachOnItsOwnStreamComputeCorrectly) {
   auto first = loaded("scratch_chain", /*shared=*/true);
   auto second = session_of(*first, /*shared=*/true);
