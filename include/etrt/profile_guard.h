@@ -18,7 +18,9 @@
 ///
 /// A guard only records a request for the current thread. It never calls
 /// TensorRT: each TensorRT delegate reads the request when it executes and
-/// switches its own execution context on its own stream. Guards nest; leaving
+/// moves to the profile itself, on its own stream: it picks the context bound
+/// to that profile, or switches its one context (the load option
+/// kOptionProfileStrategy, etrt/options.h). Guards nest; leaving
 /// a scope restores the request that was in force when the guard was made.
 /// Create the guard on the thread that calls `forward()`/`execute()`.
 

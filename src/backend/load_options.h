@@ -24,7 +24,9 @@ struct LoadOptions {
   // kOptionAutoSelect: -1 when not given (automatic selection on engines with two or more profiles), 0 false, 1 true.
   int8_t auto_select = -1;
   AutoPolicy auto_policy = AutoPolicy::kFirstFit;
-  ProfileStrategy strategy = ProfileStrategy::kSwitch;
+  // kOptionProfileStrategy: a context per profile unless switch is asked for (etrt/options.h says why). A one-profile
+  // engine gets one context either way (Delegate::create_contexts).
+  ProfileStrategy strategy = ProfileStrategy::kContextPerProfile;
   // The weight-streaming budget asked for, in bytes; -1 when none was (the engine then gets TensorRT's automatic
   // budget, if it streams weights at all).
   int64_t weight_streaming_budget = -1;

@@ -57,6 +57,9 @@ std::unique_ptr<Module> load_context_per_profile(const std::string& name) {
   return load(name, context_per_profile_options());
 }
 
+// The switch strategy, asked for by name: the call-order cases below are about its setOptimizationProfileAsync.
+std::unique_ptr<Module> load_switch(const std::string& name) { return load(name, switch_options()); }
+
 // ---- (a) call order ----
 
 // One execution's calls, as the trace of `label` shows them (the trace was cleared before it).
@@ -129,7 +132,7 @@ void run_steps(Module& module, const std::string& label, const std::vector<Step>
 }
 
 TEST(ModuleAdapterTest, AfterASwitchTheSwitchComesBeforeEverySetInputShapeOnTheEnqueuesStream) {
-  auto module = load("llm");
+  auto module = load_switch("llm");
   // Pinned and automatic requests, each regime change a switch; steady runs in between switch nothing.
   run_steps(*module, "llm",
             {{kDecode, 1, kDecode, false},
@@ -146,7 +149,7 @@ TEST(ModuleAdapterTest, AfterASwitchTheSwitchComesBeforeEverySetInputShapeOnTheE
 TEST(ModuleAdapterTest, ASwitchBetweenOverlappingProfilesSetsTheUnchangedShapeAgainAfterIt) {
   // overlap: profile 0 = exactly one token, profile 1 = 1..2048. A switch with the input shape unchanged still
   // loses the shape TensorRT held, so the backend must set it again, after the switch.
-  auto module = load("overlap");
+  auto module = load_switch("overlap");
   run_steps(*module, "overlap",
             {{0, 1, 0, false},
              {1, 1, 1, true},
@@ -160,7 +163,7 @@ TEST(ModuleAdapterTest, ASwitchBetweenOverlappingProfilesSetsTheUnchangedShapeAg
 TEST(ModuleAdapterTest, ACallersStreamDoesNotSplitAHostEnginesSwitchFromItsEnqueue) {
   // Host engines run on the calling thread: whatever stream the caller hands over, the switch and the enqueue
   // both get nullptr, so the engine never sees a switch issued on one stream and an enqueue on another.
-  auto module = load("llm");
+  auto module = load_switch("llm");
   int not_a_stream = 0;
   etrt::CudaStreamGuard stream(&not_a_stream);
   for (int32_t profile : {kPrefill, kDecode}) {
@@ -211,8 +214,8 @@ TEST(ModuleAdapterTest, AOneProfileEngineNeverIssuesSetOptimizationProfileAsync)
   for (bool per_profile : {false, true}) {
     SCOPED_TRACE(per_profile ? "context_per_profile" : "switch");
     gpufree::clear_all_traces();
-    auto fixed = per_profile ? load_context_per_profile("single_static") : load("single_static");
-    auto dynamic = per_profile ? load_context_per_profile("single_dynamic") : load("single_dynamic");
+    auto fixed = per_profile ? load_context_per_profile("single_static") : load_switch("single_static");
+    auto dynamic = per_profile ? load_context_per_profile("single_dynamic") : load_switch("single_dynamic");
     std::vector<float> x = {1, 2, 3, 4};
     for (int32_t pin : {0, 1, 7}) {
       etrt::OptimizationProfileGuard guard(pin);
@@ -269,20 +272,21 @@ void expect_every_bound_address_aligned(const std::vector<std::string>& labels) 
 
 TEST(ModuleAdapterTest, EveryAddressTheEngineAcceptsIs256ByteAligned) {
   gpufree::clear_all_traces();
+  // The switch strategy's one context first; context per profile's below.
   {
-    auto module = load("llm");
+    auto module = load_switch("llm");
     for (size_t n : {1u, 40u, 2048u, 1u}) {
       etrt::OptimizationProfileGuard guard(n == 1 ? kDecode : kPrefill);
       expect_logits(run_ids(*module, token_ids(n)), token_ids(n));
     }
   }
   {
-    auto module = load("big_output");
+    auto module = load_switch("big_output");
     etrt::OptimizationProfileGuard guard(1);
     expect_logits(run_ids(*module, token_ids(64)), token_ids(64));
   }
   {
-    auto module = load("mixed");
+    auto module = load_switch("mixed");
     auto ids = token_ids(33);
     std::vector<float> x = {1, 2, 3, 4};
     etrt::OptimizationProfileGuard guard(kPrefill);

@@ -481,6 +481,44 @@ TEST_P(ModuleEngineTest, ContextPerProfileRunsTransitionsWithoutSwitchCalls) {
   EXPECT_EQ(contexts[0], contexts[2]);
 }
 
+// The default strategy (etrt/options.h): a load that names no profile_strategy gives a multi-profile engine a
+// context per profile, sharing one scratch buffer, and never switches at execute; a one-profile engine keeps its
+// one context and the memory TensorRT gives it, as with the switch strategy.
+TEST_P(ModuleEngineTest, WithoutAStrategyOptionAMultiProfileEngineRunsAContextPerProfile) {
+  gpufree::clear_all_traces();
+  et::Error status = et::Error::Ok;
+  auto llm = testing::load_module(fixture("llm"), {}, &status);
+  ASSERT_EQ(status, et::Error::Ok) << last_error_message();
+  EXPECT_EQ(gpufree::trace_counters("llm").contexts_created - gpufree::trace_counters("llm").contexts_destroyed, 2)
+      << trace_text("llm");
+  EXPECT_EQ(count("llm", gpufree::TraceKind::kSetDeviceMemory), 2) << trace_text("llm");  // one buffer, two contexts
+  gpufree::clear_all_traces();
+  ExecutionReport report;
+  std::vector<uint64_t> contexts;
+  for (int32_t profile : {kPrefill, kDecode, kPrefill}) {
+    OptimizationProfileGuard guard(profile);
+    const auto ids = token_ids(profile == kPrefill ? 40 : 1);
+    expect_logits(run_ids(*llm, ids), ids);
+    EXPECT_EQ(gpufree::last_enqueue_profile("llm"), profile);
+  }
+  EXPECT_EQ(report.switches(), 3u);
+  EXPECT_EQ(switch_calls("llm"), 0) << trace_text("llm");
+  for (const auto& e : gpufree::trace_events("llm"))
+    if (e.kind == gpufree::TraceKind::kEnqueue) contexts.push_back(e.context_id);
+  ASSERT_EQ(contexts.size(), 3u);
+  EXPECT_NE(contexts[0], contexts[1]);
+  EXPECT_EQ(contexts[0], contexts[2]);
+
+  auto single = testing::load_module(fixture("single_dynamic"), {}, &status);
+  ASSERT_EQ(status, et::Error::Ok) << last_error_message();
+  for (size_t n : {1u, 64u, 3u}) expect_logits(run_ids(*single, token_ids(n)), token_ids(n));
+  const gpufree::TraceCounters c = gpufree::trace_counters("single_dynamic");
+  EXPECT_EQ(c.contexts_created, 1) << trace_text("single_dynamic");
+  EXPECT_EQ(count("single_dynamic", gpufree::TraceKind::kSetDeviceMemory), 0) << trace_text("single_dynamic");
+  EXPECT_EQ(switch_calls("single_dynamic"), 0) << trace_text("single_dynamic");
+  EXPECT_EQ(c.failures, 0) << trace_text("single_dynamic");
+}
+
 // ---- refusing what cannot run ----
 
 TEST_P(ModuleEngineTest, AnUnknownLoadOptionFailsTheLoadNamingIt) {

@@ -45,10 +45,10 @@ constexpr char kLlm[] = "llm";
 constexpr int32_t kDecode = 0;
 constexpr int32_t kPrefill = 1;
 
-// Loads the program and its forward method, with the context_per_profile strategy if asked.
+// Loads the program and its forward method, with the context_per_profile strategy or the switch strategy.
 et::Error load_forward(Module& module, bool context_per_profile) {
-  return etrt::testing::load_with_options(
-      module, context_per_profile ? context_per_profile_options() : etrt::testing::LoadOptions{});
+  return etrt::testing::load_with_options(module,
+                                          context_per_profile ? context_per_profile_options() : switch_options());
 }
 
 // Whatever a delegate made of `label`'s engine is gone: every context created was destroyed, and every engine

@@ -48,6 +48,10 @@ inline testing::LoadOptions context_per_profile_options() {
   return {{kOptionProfileStrategy, kStrategyContextPerProfile}};
 }
 
+// The load options that select the switch strategy: one context, switched with setOptimizationProfileAsync. Tests
+// of what a switch does ask for it by name.
+inline testing::LoadOptions switch_options() { return {{kOptionProfileStrategy, kStrategySwitch}}; }
+
 struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
 };

@@ -46,9 +46,12 @@ std::string fixture(const std::string& name) {
 }
 
 // The CUDA-mode llm program, loaded with CUDA graphs on or off; its IO is memory-planned host memory, so every
-// execution stages its input and output through device buffers.
+// execution stages its input and output through device buffers. The switch strategy: a prefill switches the one
+// context with setOptimizationProfileAsync, the call CudaNvInferFault fails at execute.
 std::unique_ptr<Module> load_llm(bool graphs, et::Error* loaded) {
-  return etrt::testing::load_module(fixture("llm"), {{etrt::kOptionCudaGraphs, graphs}}, loaded);
+  return etrt::testing::load_module(
+      fixture("llm"), {{etrt::kOptionProfileStrategy, etrt::kStrategySwitch}, {etrt::kOptionCudaGraphs, graphs}},
+      loaded);
 }
 
 class CudaFault : public ::testing::Test {

@@ -50,11 +50,11 @@ def set_default_load_options(**options: Any) -> None:
     delegate loaded afterwards in this process, from any thread -- ExecuTorch's
     Python API passes none of its own. Keys: ``auto_select_profiles`` (bool),
     ``auto_policy`` ("first_fit", "sticky_first_fit"), ``profile_strategy``
-    ("switch", "context_per_profile"), ``weight_streaming_budget`` (bytes, an
-    int or a string of digits), ``cuda_graphs`` (bool), ``shared_scratch``
-    (bool), ``engine_host_code`` (bool), ``plugin_libraries`` (paths separated
-    by ':'). Values are checked as
-    the backend checks them (``ValueError``, and nothing changes). Delegates
+    ("context_per_profile", the default, or "switch" for the least memory),
+    ``weight_streaming_budget`` (bytes, an int or a string of digits),
+    ``cuda_graphs`` (bool), ``shared_scratch`` (bool), ``engine_host_code``
+    (bool), ``plugin_libraries`` (paths separated by ':'). Values are checked
+    as the backend checks them (``ValueError``, and nothing changes). Delegates
     are loaded by ``Program.load_method``; those already loaded keep their
     options."""
     snapshot = default_load_options()
