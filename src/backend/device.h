@@ -227,7 +227,7 @@ class DeviceCall {
 
   // True when bind() would bind `tensor` as it is, without staging (binding_policy.h): 256-byte-aligned memory the
   // engine reaches, which for a device engine CUDA is asked about, as bind() asks it, on every call. A repeated
-  // execution (Delegate::repeats_last) checks with it that each argument is still where it was bound; host memory bound
+  // execution (Executor::repeats_last) checks with it that each argument is still where it was bound; host memory bound
   // in place (an integrated GPU's) is then marked in use by the stream, as bind() marks it, so end() waits for it.
   bool binds_in_place(const executorch::aten::Tensor& tensor) {
     if (state_.device) return binds_in_place_on_device(tensor);

@@ -1,7 +1,7 @@
 #pragma once
 // ExecuTorch glue: etrt's steps as delegate events in ExecuTorch's event tracer, so its profiling tools (ETDumpGen,
 // executorch.devtools.Inspector) see which profile each execution ran on and where its time went. Used only when the
-// execution's BackendExecutionContext carries a tracer (Delegate::execute_traced); an execution without one never
+// execution's BackendExecutionContext carries a tracer (Executor::execute_traced); an execution without one never
 // reaches this file. docs/profiling.md lists the events and what each means.
 //
 // The steps are timed as they run (start/stop, ExecuTorch's clock) and logged together at the end, once the outcome

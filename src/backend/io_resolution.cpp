@@ -31,7 +31,6 @@ Error make_slot(const engine::Engine& engine, int32_t engine_index, IoSlot* slot
                 desc.display_name.c_str());
   }
   *slot = IoSlot{desc.name, desc.display_name, engine_index, desc.dtype};
-  slot->scalar_type = scalar_type_of(desc.dtype);
   return Error::Ok;
 }
 

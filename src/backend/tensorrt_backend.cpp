@@ -1,7 +1,7 @@
 // ExecuTorch glue: the BackendInterface registered as "TensorRTBackend".
 // Only the three lifecycle calls and the option calls live here; the delegate
 // itself is backend/delegate.h (loading in delegate_loader.cpp, one execution
-// in delegate_executor.cpp).
+// in executor.cpp).
 
 #include <algorithm>
 #include <atomic>

@@ -1,4 +1,4 @@
-// Repeated executions (Delegate::repeats_last, docs/host-cost.md): a call that repeats the last successful one -- the
+// Repeated executions (Executor::repeats_last, docs/host-cost.md): a call that repeats the last successful one -- the
 // same request, and tensors of the same types, shapes and addresses, all bound in place -- goes straight to the
 // enqueue. These tests pass the runner's own 256-byte-aligned buffers (unplanned IO), so every argument is bound in
 // place and every call after the first is a candidate; each changes one thing a repeat must not overlook and checks

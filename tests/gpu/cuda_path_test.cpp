@@ -118,7 +118,7 @@ TEST_P(CudaPath, DeviceInputWithHostOutputAndHostInputWithDeviceOutputBothWork) 
   }
 }
 
-// Decode steps on the same device buffers repeat the last execution (Delegate::repeats_last: straight to the enqueue).
+// Decode steps on the same device buffers repeat the last execution (Executor::repeats_last: straight to the enqueue).
 // Each still runs on what its input holds now; a host buffer of the same shape in between is staged, and the device
 // buffer is bound again after it.
 TEST_P(CudaPath, RepeatedStepsOnDeviceBuffersRunOnWhatTheyHoldNowAndAHostBufferBetweenIsStaged) {
