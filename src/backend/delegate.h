@@ -20,6 +20,7 @@
 #include "backend/delegate_lock.h"
 #include "backend/delegate_state.h"
 #include "backend/device.h"
+#include "backend/engine_cache.h"
 #include "backend/execution_trace.h"
 #include "backend/io_resolution.h"
 #include "backend/io_slot.h"
@@ -129,7 +130,7 @@ class Delegate {
   // ---- load (delegate_loader.cpp), in order ----
   Error deserialize(const blob::ParsedBlob& parsed, DeviceGuard& device, Diagnostic& why);
   void adopt(const blob::Metadata& metadata, Resolution& io);
-  Error apply_weight_streaming(Diagnostic& why);
+  Error apply_weight_streaming(engine::Engine& engine, Diagnostic& why);
   Error bind_state(const blob::Metadata& metadata, const std::vector<ResolvedState>& states,
                    const executorch::runtime::NamedDataMap* data, const void* scope, Diagnostic& why);
   Error create_contexts(engine::StreamHandle stream, const void* scope, Diagnostic& why);
@@ -180,7 +181,8 @@ class Delegate {
 
   // Declaration order is destruction order reversed: contexts die before the scratch memory they run in and the
   // staging buffers bound to them, which die before the engine. The destructor first waits for the work in flight.
-  std::unique_ptr<engine::Engine> engine_;
+  // The engine is the process's one of its key, shared with every other delegate that loaded it (engine_cache.h).
+  EngineHold engine_;
   // Device engines: the device, staging buffers and in-flight event (device.h).
   DeviceState device_;
   // Where the contexts run. kContextPerProfile without shared_scratch: scratch_, shared by its contexts. With
