@@ -8,6 +8,8 @@
 // docs/design.md, "One engine, many sessions", has the table.
 
 #include <executorch/extension/module/module.h>
+#include <executorch/runtime/backend/interface.h>
+#include <executorch/runtime/backend/options.h>
 
 #include <chrono>
 #include <cstdio>
