@@ -169,7 +169,9 @@ ETRT_C_API int etrt_report_clear(void* report);
 /**
  * The counter called `name` (etrt/options.h: "profile_switches", "executions",
  * "last_profile", "state_bytes", "scratch_bytes", "host_to_device_bytes",
- * "device_to_host_bytes", "realigned_bytes", "write_back_bytes") into *value.
+ * "device_to_host_bytes", "realigned_bytes", "write_back_bytes",
+ * "engines_deserialized", "engines_resident", "engine_bytes",
+ * "engine_sessions") into *value.
  * ETRT_E_INVALID_ARGUMENT for another name.
  */
 ETRT_C_API int etrt_counter(const char* name, int64_t* value);

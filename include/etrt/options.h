@@ -96,6 +96,17 @@ inline constexpr char kOptionEngineHostCode[] = "engine_host_code";
 /// (IPluginRegistry::loadLibrary) before the plan is deserialized; a library
 /// that does not load refuses the program, naming it. docs/tensorrt.md.
 inline constexpr char kOptionPluginLibraries[] = "plugin_libraries";
+/// bool, default true. Every delegate in the process that loads the same
+/// engine (the same bytes, device, weight_streaming_budget, engine_host_code
+/// and plugin_libraries) holds one deserialized engine, so N Modules of one
+/// program keep its weights on the device once; each keeps its own execution
+/// contexts, profile state, CUDA graphs and delegate-owned state, and the
+/// engine goes with the last of them. Engines whose contexts cannot share an
+/// optimization profile (TensorRT 8.6 plans built without
+/// PreviewFeature::kPROFILE_SHARING_0806) are never shared. Set false to give
+/// this module's delegates engines of their own. docs/design.md, "One engine,
+/// many sessions".
+inline constexpr char kOptionShareEngine[] = "share_engine";
 
 // ---- process-wide counters (executorch::runtime::get_option, int values) ----
 
@@ -139,6 +150,20 @@ inline constexpr char kCounterRealignedBytes[] = "realigned_bytes";
 /// output of its own, into the state. Counted here whichever memories it
 /// crosses. 0 for caches updated in place with no write-back output.
 inline constexpr char kCounterWriteBackBytes[] = "write_back_bytes";
+/// Engines the delegates deserialized since process start: one per engine
+/// shared by several delegates (kOptionShareEngine), one per delegate
+/// otherwise.
+inline constexpr char kCounterEnginesDeserialized[] = "engines_deserialized";
+/// Engines the live delegates hold now, each shared engine once.
+inline constexpr char kCounterEnginesResident[] = "engines_resident";
+/// Serialized bytes of those engines (the plans' sizes, which is what their
+/// weights and kernels take on the device, give or take TensorRT's own
+/// layout). An int through get_option, capped at INT_MAX; etrt_counter gives
+/// the 64-bit value.
+inline constexpr char kCounterEngineBytes[] = "engine_bytes";
+/// Live delegates holding an engine: engine_sessions / engines_resident is
+/// the sessions per engine.
+inline constexpr char kCounterEngineSessions[] = "engine_sessions";
 
 /// What libetrt did about a CUDA device allocator when it loaded (one of
 /// CudaAllocatorState). A program exported with a CUDA target device (every

@@ -128,6 +128,11 @@ extern "C" void* etrt_gpufree_createInferRuntime(void* logger, int32_t version) 
 // ops run on the calling thread) rather than as CUDA kernels. An extension:
 // TensorRT has no such engine.
 extern "C" bool etrt_gpufree_engineRunsOnHost(nvinfer1::ICudaEngine const* engine) noexcept;
+// Whether execution contexts of `engine` may hold one optimization profile at once: true for engines built for
+// TensorRT 10.x/11.x (the default) and for 8.6 engines built with PreviewFeature::kPROFILE_SHARING_0806; false for
+// 8.6 engines without it. An extension: TensorRT 8.6 has no such query (an adapter finds it out by trying), and from
+// 10.0 on the answer is always true.
+extern "C" bool etrt_gpufree_engineSharesProfiles(nvinfer1::ICudaEngine const* engine) noexcept;
 // What deserializeCudaEngine reads from `data` (the same decoder and checks), for tools: calls sink once with a JSON
 // description and returns true, or calls it with the reason the bytes are refused and returns false. An extension:
 // TensorRT has no such call; etrt's C ABI (etrt_engine_describe) reaches it.

@@ -142,6 +142,20 @@ Builder& Builder::set_memory_kind(MemoryKind kind) {
   return *this;
 }
 
+Builder& Builder::set_tensorrt_version(TensorRTVersion version) {
+  version_ = version;
+  return *this;
+}
+
+Builder& Builder::set_preview_feature(PreviewFeature feature, bool enabled) {
+  if (feature == PreviewFeature::kPROFILE_SHARING_0806)
+    profile_sharing_0806_ = enabled;
+  else
+    note_error("set_preview_feature: preview feature " + std::to_string(static_cast<int32_t>(feature)) +
+               " is not modelled; only kPROFILE_SHARING_0806 (2) is");
+  return *this;
+}
+
 bool Builder::build(std::vector<uint8_t>* engine, std::string* error) const {
   if (!first_error_.empty()) return failed(error, first_error_);
   Model m;
@@ -151,6 +165,7 @@ bool Builder::build(std::vector<uint8_t>* engine, std::string* error) const {
   m.tracing = tracing_;
   m.memory_kind = memory_kind_;
   m.streamable_weights = weight_streaming_;
+  m.exclusive_profiles = version_ == TensorRTVersion::k8_6 && !profile_sharing_0806_;
   for (const IoSpec& t : io_) {
     TensorDesc d;
     d.name = t.name;

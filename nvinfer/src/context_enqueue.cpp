@@ -139,17 +139,18 @@ bool ContextImpl::claim_shared(uint64_t scratch_bytes) {
     fail_engine_destroyed("enqueue");
     return false;
   }
-  const uint64_t holder = state_->holder(profile_);
+  const bool exclusive = state_->model.exclusive_profiles;
+  const uint64_t holder = exclusive ? state_->holder(profile_) : 0;
   if (holder != 0 && holder != id_)
     return refuse("enqueue: profile " + std::to_string(profile_) + " is held by " + context_name(holder) +
-                  "; two live contexts must not use one profile (TensorRT <= 8.5 semantics): switch this "
-                  "context to a profile no other context holds");
+                  "; two live contexts must not use one profile (" + kExclusiveProfiles +
+                  "): switch this context to a profile no other context holds");
   for (const State::ScratchUse& use : state_->scratch_in_use)
     if (scratch_bytes > 0 && use.begin < scratch + scratch_bytes && scratch < use.end)
       return refuse("enqueue: its scratch memory overlaps that of " + context_name(use.context_id) +
                     ", which is enqueueing now; contexts sharing device memory must not run at the same "
                     "time");
-  state_->holders[static_cast<size_t>(profile_)] = id_;
+  if (exclusive) state_->holders[static_cast<size_t>(profile_)] = id_;
   if (scratch_bytes > 0) state_->scratch_in_use.push_back({scratch, scratch + scratch_bytes, id_});
   return true;
 }

@@ -28,7 +28,14 @@ namespace etrt::gpufree {
 
 inline std::string context_name(uint64_t id) { return "execution context #" + std::to_string(id); }
 
-// A context created while another live context held profile 0 starts with no profile, as in TensorRT 8.6.
+// Why a profile another live context holds is refused: the engine follows TensorRT 8.6's rules without profile
+// sharing (Builder::set_tensorrt_version, set_preview_feature).
+inline constexpr char kExclusiveProfiles[] =
+    "the engine was built for TensorRT 8.6 without PreviewFeature::kPROFILE_SHARING_0806, which TensorRT 10 turns on "
+    "for good";
+
+// A context created while another live context held profile 0 starts with no profile, as in TensorRT 8.6 (exclusive
+// profiles).
 inline constexpr char kNoProfile[] =
     "the context has no optimization profile: profile 0 was held by another live context when it was created "
     "(TensorRT: 'Could not set default profile 0 for execution context'); call setOptimizationProfileAsync first";

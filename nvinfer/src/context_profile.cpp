@@ -45,12 +45,12 @@ bool ContextImpl::set_optimization_profile(int32_t profile, StreamHandle stream)
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     if (!state_->alive) return traced(fail_engine_destroyed("set_optimization_profile"), 0);
-    const uint64_t holder = state_->holder(profile);
+    const uint64_t holder = state_->model.exclusive_profiles ? state_->holder(profile) : 0;
     if (holder != 0 && holder != id_)
       return traced(fail("set_optimization_profile(" + std::to_string(profile) + "): profile " +
                          std::to_string(profile) + " is held by " + context_name(holder) + " of engine '" + label() +
-                         "'; two live contexts must not use one profile (TensorRT <= 8.5 semantics). "
-                         "Destroy that context or pick another profile; this context stays on profile " +
+                         "'; two live contexts must not use one profile (" + kExclusiveProfiles +
+                         "). Destroy that context or pick another profile; this context stays on profile " +
                          std::to_string(profile_)),
                     0);
     if (state_->device_mode()) {
@@ -63,9 +63,11 @@ bool ContextImpl::set_optimization_profile(int32_t profile, StreamHandle stream)
                            "; the context stays on profile " + std::to_string(profile_)),
                       0);
     }
-    for (uint64_t& h : state_->holders)
-      if (h == id_) h = 0;
-    state_->holders[static_cast<size_t>(profile)] = id_;
+    if (state_->model.exclusive_profiles) {
+      for (uint64_t& h : state_->holders)
+        if (h == id_) h = 0;
+      state_->holders[static_cast<size_t>(profile)] = id_;
+    }
   }
   profile_ = profile;
   switch_stream_ = stream;

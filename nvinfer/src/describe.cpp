@@ -76,6 +76,8 @@ bool describe(const Model& m, const MemoryPlan& plan, size_t size, std::string& 
   out += m.memory_kind == MemoryKind::kDevice ? "true" : "false";
   out += ",\"streamable_weights\":";
   out += m.streamable_weights ? "true" : "false";
+  out += ",\"profile_sharing\":";
+  out += m.exclusive_profiles ? "false" : "true";
   out += ",\"switch_cost_ns\":" + std::to_string(m.switch_cost_ns);
   out += ",\"requested_device_memory\":" + std::to_string(m.requested_device_memory);
   out += ",\"device_memory_size\":" + std::to_string(plan.device_memory_size);

@@ -87,6 +87,7 @@ class EngineImpl final : public nvinfer1::ICudaEngine {
   nvinfer1::IErrorRecorder* getErrorRecorder() const noexcept override;
 
   bool runs_on_host() const;
+  bool shares_profiles() const;  // contexts may hold one profile at once (Model::exclusive_profiles off)
 
   // Parses and validates engine bytes; nullptr (reported to `sink`) on malformed, truncated or damaged bytes.
   static EngineImpl* deserialize(const void* data, size_t size, const ErrorSink& sink);

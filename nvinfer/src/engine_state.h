@@ -32,7 +32,7 @@ struct EngineImpl::State {
 
   std::mutex mutex;  // guards everything below
   bool alive = true;
-  std::vector<uint64_t> holders;  // per profile, the context holding it; 0 when free
+  std::vector<uint64_t> holders;  // exclusive profiles: per profile, the context holding it; 0 when free
   struct ScratchUse {
     const uint8_t* begin;
     const uint8_t* end;

@@ -9,7 +9,8 @@ namespace {
 constexpr uint8_t kFlagTracing = 1;
 constexpr uint8_t kFlagDevice = 2;
 constexpr uint8_t kFlagStreamableWeights = 4;
-constexpr uint8_t kKnownFlags = kFlagTracing | kFlagDevice | kFlagStreamableWeights;
+constexpr uint8_t kFlagExclusiveProfiles = 8;
+constexpr uint8_t kKnownFlags = kFlagTracing | kFlagDevice | kFlagStreamableWeights | kFlagExclusiveProfiles;
 
 class Writer {
  public:
@@ -151,6 +152,7 @@ bool decode_payload(Reader& r, Model* m) {
   m->tracing = (flags & kFlagTracing) != 0;
   m->memory_kind = (flags & kFlagDevice) != 0 ? MemoryKind::kDevice : MemoryKind::kHost;
   m->streamable_weights = (flags & kFlagStreamableWeights) != 0;
+  m->exclusive_profiles = (flags & kFlagExclusiveProfiles) != 0;
   m->switch_cost_ns = r.i64();
   m->requested_device_memory = r.u64();
 
@@ -257,7 +259,8 @@ std::vector<uint8_t> serialize(const Model& m) {
   Writer w;
   w.str(m.label);
   w.u8(static_cast<uint8_t>((m.tracing ? kFlagTracing : 0) | (m.memory_kind == MemoryKind::kDevice ? kFlagDevice : 0) |
-                            (m.streamable_weights ? kFlagStreamableWeights : 0)));
+                            (m.streamable_weights ? kFlagStreamableWeights : 0) |
+                            (m.exclusive_profiles ? kFlagExclusiveProfiles : 0)));
   w.i64(m.switch_cost_ns);
   w.u64(m.requested_device_memory);
   w.u32(static_cast<uint32_t>(m.io.size()));

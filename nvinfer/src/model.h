@@ -76,6 +76,9 @@ struct ETRT_GPUFREE_API Model {
   MemoryKind memory_kind = MemoryKind::kHost;
   // Built with weight streaming: every constant is a streamable weight (getStreamableWeightsSize > 0).
   bool streamable_weights = false;
+  // A profile is held by one live context at a time: TensorRT 8.6 without PreviewFeature::kPROFILE_SHARING_0806.
+  // Otherwise (10.x, 11.x; 8.6 with the flag) contexts share profiles.
+  bool exclusive_profiles = false;
 
   // Lookup indexes built by build_indexes() (deserialize_model calls it), so that name lookups and
   // getAliasedInputTensor stay cheap on engines with many IO tensors and ops. Indices, not pointers, so copies of

@@ -315,6 +315,8 @@ nvinfer1::IErrorRecorder* EngineImpl::getErrorRecorder() const noexcept { return
 
 bool EngineImpl::runs_on_host() const { return !state_->device_mode(); }
 
+bool EngineImpl::shares_profiles() const { return !state_->model.exclusive_profiles; }
+
 bool EngineImpl::prepare_device(std::string* error) {
   State& s = *state_;
   int current = -1;
@@ -400,9 +402,12 @@ nvinfer1::IExecutionContext* EngineImpl::createExecutionContext(
   int32_t profile = 0;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
-    // Profile 0 if no live context holds it; else none, until the caller chooses one (as TensorRT 8.6 does).
-    if (state_->holders[0] == 0) state_->holders[0] = id;
-    profile = state_->holders[0] == id ? 0 : -1;
+    // Profile 0. With exclusive profiles (TensorRT 8.6 without kPROFILE_SHARING_0806) only if no live context holds
+    // it; else none, until the caller chooses one (as TensorRT 8.6 does).
+    if (state_->model.exclusive_profiles) {
+      if (state_->holders[0] == 0) state_->holders[0] = id;
+      profile = state_->holders[0] == id ? 0 : -1;
+    }
     // At most one enqueue per context is in flight: room for all of them now keeps enqueue from allocating.
     state_->scratch_in_use.reserve(static_cast<size_t>(state_->live_contexts));
   }
@@ -463,4 +468,9 @@ extern "C" ETRT_GPUFREE_API void* etrt_gpufree_createInferRuntime(void* logger, 
 extern "C" ETRT_GPUFREE_API bool etrt_gpufree_engineRunsOnHost(nvinfer1::ICudaEngine const* engine) noexcept {
   const auto* impl = dynamic_cast<const etrt::gpufree::EngineImpl*>(engine);
   return impl != nullptr && impl->runs_on_host();
+}
+
+extern "C" ETRT_GPUFREE_API bool etrt_gpufree_engineSharesProfiles(nvinfer1::ICudaEngine const* engine) noexcept {
+  const auto* impl = dynamic_cast<const etrt::gpufree::EngineImpl*>(engine);
+  return impl != nullptr && impl->shares_profiles();
 }

@@ -26,7 +26,8 @@ POLICY_STICKY_FIRST_FIT, POLICY_FIRST_FIT = 0, 1
 
 #: The names etrt_counter reads (etrt/options.h kCounter*, in its order; tests/python/test_runtime.py checks them).
 COUNTERS = ("profile_switches", "executions", "last_profile", "state_bytes", "scratch_bytes",
-            "host_to_device_bytes", "device_to_host_bytes", "realigned_bytes", "write_back_bytes")
+            "host_to_device_bytes", "device_to_host_bytes", "realigned_bytes", "write_back_bytes",
+            "engines_deserialized", "engines_resident", "engine_bytes", "engine_sessions")
 
 ERROR_NAMES = {E_INVALID_ARGUMENT: "invalid argument", E_OUT_OF_ORDER: "out of order",
                E_BAD_HANDLE: "bad handle", E_NO_MEMORY: "out of memory"}

@@ -41,6 +41,7 @@ from . import dtypes
 from .dtypes import DATA_TYPES
 from .gpufree import (
     FLAG_CUDA_MODE,
+    FLAG_EXCLUSIVE_PROFILES,
     FLAG_STREAMABLE_WEIGHTS,
     FLAG_TRACING,
     FORMAT_VERSION,
@@ -126,6 +127,8 @@ class EngineBuilder:
     device_memory_size: int = 0
     cuda_mode: bool = False
     streamable_weights: bool = False
+    #: TensorRT 8.6's profile rules without kPROFILE_SHARING_0806 (flags bit 3): a profile is held by one context
+    exclusive_profiles: bool = False
     _io: List[_Io] = field(default_factory=list)
     _constants: List[Tuple[str, Tuple[int, ...], List[float]]] = field(default_factory=list)
     _profiles: List[Dict[str, Tuple[Tuple[int, ...], Tuple[int, ...], Tuple[int, ...]]]] = field(default_factory=list)
@@ -252,7 +255,8 @@ class EngineBuilder:
 
         string(self.label)
         flags = ((FLAG_TRACING if self.tracing else 0) | (FLAG_CUDA_MODE if self.cuda_mode else 0) |
-                 (FLAG_STREAMABLE_WEIGHTS if self.streamable_weights else 0))
+                 (FLAG_STREAMABLE_WEIGHTS if self.streamable_weights else 0) |
+                 (FLAG_EXCLUSIVE_PROFILES if self.exclusive_profiles else 0))
         payload.extend(struct.pack("<Bq", flags, self.switch_cost_ns))
         payload.extend(struct.pack("<Q", self.device_memory_size))
         payload.extend(struct.pack("<I", len(self._io)))

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "backend/delegate_state.h"
+#include "backend/engine_cache.h"
 #include "backend/scratch_pool.h"
 #include "etrt/options.h"
 
@@ -50,6 +51,10 @@ constexpr Counter kCounters[] = {
     {kCounterDeviceToHostBytes, [](const CounterTotals& t) -> int64_t { return t.copied.device_to_host; }},
     {kCounterRealignedBytes, [](const CounterTotals& t) -> int64_t { return t.copied.realigned; }},
     {kCounterWriteBackBytes, [](const CounterTotals& t) -> int64_t { return t.copied.write_back; }},
+    {kCounterEnginesDeserialized, [](const CounterTotals&) -> int64_t { return engine_cache_totals().deserialized; }},
+    {kCounterEnginesResident, [](const CounterTotals&) -> int64_t { return engine_cache_totals().resident; }},
+    {kCounterEngineBytes, [](const CounterTotals&) -> int64_t { return engine_cache_totals().bytes_resident; }},
+    {kCounterEngineSessions, [](const CounterTotals&) -> int64_t { return engine_cache_totals().sessions; }},
 };
 
 }  // namespace
@@ -104,8 +109,8 @@ bool read_counter(const CounterTotals& totals, const char* name, int64_t* value)
 }
 
 const char* counter_names() noexcept {
-  static const std::array<char, 256> text = [] {
-    std::array<char, 256> names{};
+  static const std::array<char, 512> text = [] {
+    std::array<char, 512> names{};
     size_t used = 0;
     for (const Counter& counter : kCounters) {
       const int n = std::snprintf(names.data() + used, names.size() - used, "%s%s", used == 0 ? "" : ", ",

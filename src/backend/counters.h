@@ -35,7 +35,8 @@ CounterTotals counter_totals() noexcept;
 
 // The one table of the process-wide counters by name (etrt/options.h kCounter*), which get_option and the C ABI
 // (etrt_counter) both read: the counter called `name` into *value, from `totals` (counter_totals()), except
-// state_bytes and scratch_bytes, which are read when asked (state_bytes_held, scratch_bytes_held). False, with *value
+// state_bytes, scratch_bytes and the engine counters, which are read when asked (state_bytes_held,
+// scratch_bytes_held, engine_cache_totals). False, with *value
 // untouched, for a name that is no counter.
 bool read_counter(const CounterTotals& totals, const char* name, int64_t* value);
 

@@ -17,6 +17,7 @@
 #include <executorch/runtime/core/named_data_map.h>
 #include <executorch/runtime/core/span.h>
 
+#include "backend/engine_cache.h"
 #include "backend/executor.h"
 #include "backend/io_resolution.h"
 #include "backend/load_options.h"
@@ -62,15 +63,16 @@ class Delegate {
   // ---- load (delegate_loader.cpp), in order ----
   // The one place the blob's engine bytes become an engine.
   Error deserialize_engine(const blob::ParsedBlob& parsed, DeviceGuard& device, Diagnostic& why);
-  Error apply_weight_streaming(Diagnostic& why);
+  Error apply_weight_streaming(engine::Engine& engine, Diagnostic& why);
   void plan_load(const blob::Metadata& metadata, Resolution& io);
   Error hold_states(const blob::Metadata& metadata, const std::vector<ResolvedState>& states,
                     const executorch::runtime::NamedDataMap* data, const void* scope, Diagnostic& why);
 
   LoadOptions options_;
   // Declaration order is destruction order reversed: the plan's states are released first, while the executor's lock
-  // and device state they name still live; then the executor's contexts, scratch and staging; the engine last.
-  std::unique_ptr<engine::Engine> engine_;
+  // and device state they name still live; then the executor's contexts, scratch and staging; the engine last. The
+  // engine is the process's one of its key, shared with every other delegate that loaded it (engine_cache.h).
+  EngineHold engine_;
   Executor executor_{plan_};
   Plan plan_;
 };

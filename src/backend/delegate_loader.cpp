@@ -41,7 +41,6 @@ Error Delegate::load(const void* blob, size_t size, const executorch::runtime::N
 
   Resolution io;
   status = resolve_arguments(*engine_, parsed.metadata, &io, why);
-  if (status == Error::Ok) status = apply_weight_streaming(why);
   if (status == Error::Ok) status = resolve_profiles_and_states(*engine_, parsed.metadata, &io, why);
   if (status == Error::Ok) plan_load(parsed.metadata, io);
   if (status == Error::Ok) status = hold_states(parsed.metadata, io.states, data, scope, why);
@@ -68,8 +67,17 @@ Error Delegate::deserialize_engine(const blob::ParsedBlob& parsed, DeviceGuard& 
   engine::tensorrt::RuntimeOptions runtime;
   runtime.allow_host_code = options_.engine_host_code;
   runtime.plugin_libraries = options_.plugin_libraries;
-  const Error status =
-      engine::tensorrt::deserialize(parsed.engine, parsed.engine_size, device_id, runtime, &engine_, why);
+  // The process's engine of these bytes and options (engine_cache.h), made here when there is none.
+  const MakeEngine make = [&](std::unique_ptr<engine::Engine>* made, Diagnostic& reason) {
+    const Error deserialized =
+        engine::tensorrt::deserialize(parsed.engine, parsed.engine_size, device_id, runtime, made, reason);
+    return deserialized != Error::Ok ? deserialized : apply_weight_streaming(**made, reason);
+  };
+  const EngineKey key = options_.share_engine ? engine_key(parsed.engine, parsed.engine_size, device_id,
+                                                           options_.weight_streaming_budget,
+                                                           options_.engine_host_code, options_.plugin_libraries)
+                                              : EngineKey{};
+  const Error status = acquire_engine(key, parsed.engine_size, options_.share_engine, make, &engine_, why);
   if (status != Error::Ok) return status;
   if (!memory_kind_supported(engine_->memory_kind())) {
     return fail(why, Error::NotSupported,
@@ -90,8 +98,7 @@ Error Delegate::deserialize_engine(const blob::ParsedBlob& parsed, DeviceGuard& 
 // Applies the weight-streaming budget before the engine's first context (TensorRT allows no change while one
 // exists): the one asked for, clamped to the streamable size, else TensorRT's automatic budget, falling back to
 // 0 (stream everything) if that is refused.
-Error Delegate::apply_weight_streaming(Diagnostic& why) {
-  engine::Engine& engine = *engine_;
+Error Delegate::apply_weight_streaming(engine::Engine& engine, Diagnostic& why) {
   const int64_t requested = options_.weight_streaming_budget;
   const int64_t streamable = engine.streamable_weights_size();
   if (streamable <= 0) {

@@ -78,6 +78,11 @@ Error apply_load_option(const RawOption& o, LoadOptions* options, Diagnostic& wh
     options->shared_scratch = o.bool_value;
     return Error::Ok;
   }
+  if (std::strcmp(o.key, kOptionShareEngine) == 0) {
+    if (o.kind != RawOption::Kind::kBool) return wrong_type(o, "bool", why);
+    options->share_engine = o.bool_value;
+    return Error::Ok;
+  }
   if (std::strcmp(o.key, kOptionEngineHostCode) == 0) {
     if (o.kind != RawOption::Kind::kBool) return wrong_type(o, "bool", why);
     options->engine_host_code = o.bool_value;
@@ -118,9 +123,10 @@ Error apply_load_option(const RawOption& o, LoadOptions* options, Diagnostic& wh
     return Error::InvalidArgument;
   }
   return fail(why, Error::InvalidArgument,
-              "TensorRTBackend has no load option '%s'; known options: %s, %s, %s, %s, %s, %s, %s, %s.", o.key,
+              "TensorRTBackend has no load option '%s'; known options: %s, %s, %s, %s, %s, %s, %s, %s, %s.", o.key,
               kOptionAutoSelect, kOptionAutoPolicy, kOptionProfileStrategy, kOptionWeightStreamingBudget,
-              kOptionCudaGraphs, kOptionSharedScratch, kOptionEngineHostCode, kOptionPluginLibraries);
+              kOptionCudaGraphs, kOptionSharedScratch, kOptionEngineHostCode, kOptionPluginLibraries,
+              kOptionShareEngine);
 }
 
 bool parse_byte_count(const char* text, size_t length, int64_t* bytes) {

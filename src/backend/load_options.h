@@ -37,6 +37,9 @@ struct LoadOptions {
   // Draw execution memory from the one scratch pool of the program, device and memory kind (kOptionSharedScratch,
   // scratch_pool.h) instead of a buffer of the delegate's own.
   bool shared_scratch = false;
+  // Hold the process's one engine of this engine's bytes and options with every other delegate that loads it
+  // (kOptionShareEngine, engine_cache.h) instead of one of the delegate's own.
+  bool share_engine = true;
   // Plugin libraries to load before deserializing, ':'-separated (kOptionPluginLibraries); empty: none.
   char plugin_libraries[executorch::runtime::kMaxOptionValueLength] = {};
 

@@ -137,6 +137,13 @@ class Engine {
   virtual int64_t weight_streaming_budget() const = 0;
   [[nodiscard]] virtual Error set_weight_streaming_budget(int64_t bytes, Diagnostic& why) = 0;
 
+  // Whether execution contexts of this engine may hold one optimization profile at once (TensorRT's profile
+  // sharing: always from 10.0 on; in 8.6 only for engines built with PreviewFeature::kPROFILE_SHARING_0806), so that
+  // several sessions, each with contexts of its own, can run over it. Without it a profile one context holds is
+  // refused to every other (the contract above). The first call may create and destroy contexts (8.6 has no query:
+  // the adapter tries), so ask before creating any; the answer is kept.
+  virtual bool profiles_shared_across_contexts() = 0;
+
   [[nodiscard]] virtual Error create_context(const ContextOptions& options, std::unique_ptr<ExecutionContext>* out,
                                              Diagnostic& why) = 0;
 };

@@ -22,7 +22,8 @@ set(ETRT_FIXTURE_NAMES ${_etrt_shared_fixture_names}
     alias_user_shapes ws_auto ws_spec ws_spec_above ws_spec_malformed ws_spec_negative ws_spec_twice
     ws_spec_signature_mismatch ws_resident scalar_output scalar_output_unplanned no_bindings control_names
     # state_fixtures()
-    state_kv state_two_methods state_kv_no_table state_missing_initial state_dynamic state_acc scratch_chain_no_table)
+    state_kv state_two_methods state_kv_no_table state_missing_initial state_dynamic state_acc scratch_chain_no_table
+    llm_trt86)
 
 set(ETRT_GPU_FIXTURE_NAMES ${_etrt_shared_fixture_names}
     # cuda_fixtures()

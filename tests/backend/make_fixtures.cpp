@@ -63,7 +63,8 @@ std::vector<uint8_t> built(const Builder& b, const std::string& label) {
 // embedding + matmul over input_ids [1, S] -> logits [1, S, kHidden], in this run's memory kind unless `kind`
 // says otherwise.
 std::vector<uint8_t> llm_engine(const std::string& label, const std::vector<Profile>& profiles, MemoryKind kind,
-                                bool tracing = true) {
+                                bool tracing = true,
+                                etrt::gpufree::TensorRTVersion version = etrt::gpufree::TensorRTVersion::k10) {
   Builder b(label);
   b.add_input("input_ids", DataType::kInt64, make_shape({1, -1}))
       .add_output("logits", DataType::kFloat32, make_shape<int64_t>({1, -1, etrt::fixtures::kHidden}));
@@ -75,7 +76,8 @@ std::vector<uint8_t> llm_engine(const std::string& label, const std::vector<Prof
       .embedding("input_ids", "table", "hidden")
       .matmul("hidden", "weight", "logits")
       .set_memory_kind(kind)
-      .set_tracing(tracing);
+      .set_tracing(tracing)
+      .set_tensorrt_version(version);
   return built(b, label);
 }
 std::vector<uint8_t> llm_engine(const std::string& label, const std::vector<Profile>& profiles) {
@@ -469,6 +471,11 @@ bool state_fixtures() {
   };
   ok &= write_blob("state_kv", state_kv_engine("state_kv"), true, with_state({{"cache", "cache", "cache_out", ""}})) &&
         write_methods("state_kv", {state_kv_method("forward", "state_kv")});
+  // llm's engine as TensorRT 8.6 builds it without kPROFILE_SHARING_0806: its contexts cannot share a profile, so
+  // Modules of it do not share the engine (engine_cache.h).
+  ok &= write_blob("llm_trt86", llm_engine("llm_trt86", kLlmProfiles, g_kind, true,
+                                           etrt::gpufree::TensorRTVersion::k8_6)) &&
+        llm_spec("llm_trt86", "llm_trt86", 2048, 2048);
   // Prefill and decode: two methods over one cache, shared by name.
   ok &= write_methods("state_two_methods",
                       {state_kv_method("prefill", "state_kv"), state_kv_method("decode", "state_kv")});

@@ -263,7 +263,10 @@ TEST_F(NvInferContract, AnOutOfRangeProfileIsRefusedAndChangesNothing) {
   ASSERT_EQ(io_.run(*context_, tokens(1), &out_, why_), Error::Ok) << why_.c_str();
 }
 
+// TensorRT 8.6 without kPROFILE_SHARING_0806 (the default plan).
 TEST_F(NvInferContract, AProfileAnotherLiveContextHoldsCannotBeChosen) {
+  if (shares_profiles(two_profile_llm()))
+    GTEST_SKIP() << "TensorRT >= 10 shares every profile; AProfileAnotherContextHoldsIsShared... holds it to that";
   ASSERT_EQ(context_->set_optimization_profile(kPrefill, stream(), why_), Error::Ok) << why_.c_str();
   ASSERT_EQ(io_.run(*context_, tokens(32), &out_, why_), Error::Ok) << why_.c_str();
   std::unique_ptr<ExecutionContext> second = new_context(*engine_);
@@ -277,6 +280,8 @@ TEST_F(NvInferContract, AProfileAnotherLiveContextHoldsCannotBeChosen) {
 // TensorRT 8.6 gives a context created while another holds profile 0 no profile (-1): "Could not set default
 // profile 0 for execution context. Profile index must be set explicitly." So does the GPU-free NvInfer.
 TEST_F(NvInferContract, ASecondContextStartsWithoutAProfileWhileTheFirstHoldsProfileZero) {
+  if (shares_profiles(two_profile_llm()))
+    GTEST_SKIP() << "TensorRT >= 10 shares every profile; AProfileAnotherContextHoldsIsShared... holds it to that";
   ASSERT_EQ(io_.run(*context_, tokens(1), &out_, why_), Error::Ok) << why_.c_str();
   std::unique_ptr<ExecutionContext> second = new_context(*engine_);
   ASSERT_NE(second, nullptr);
@@ -288,6 +293,47 @@ TEST_F(NvInferContract, ASecondContextStartsWithoutAProfileWhileTheFirstHoldsPro
   LlmBuffers other;
   ASSERT_EQ(other.run(*second, tokens(40), &out_, why_), Error::Ok) << why_.c_str();
   expect_near_reference(tokens(40), out_);
+}
+
+// Profile sharing, both ways: TensorRT 8.6 refuses a profile another live context holds unless the plan was built
+// with PreviewFeature::kPROFILE_SHARING_0806; from 10.0 on every plan shares. The adapter reports which
+// (profiles_shared_across_contexts, asked before any context exists, as the backend asks it), and with sharing two
+// contexts run one profile, each with its own memory, each correctly.
+TEST_F(NvInferContract, AProfileAnotherContextHoldsIsSharedExactlyWhenThePlanWasBuiltForIt) {
+  for (const ModelSpec& model : {two_profile_llm(), two_profile_llm_sharing()}) {
+    const bool shares = shares_profiles(model);
+    std::unique_ptr<Engine> engine = load(model);
+    ASSERT_NE(engine, nullptr) << model.label;
+    const bool reported = engine->profiles_shared_across_contexts();
+    observe(("profiles shared across contexts, " + model.label).c_str(), reported ? "yes" : "no");
+    EXPECT_EQ(reported, shares) << model.label;
+    std::unique_ptr<ExecutionContext> first = new_context(*engine), second = new_context(*engine);
+    ASSERT_NE(first, nullptr);
+    ASSERT_NE(second, nullptr);
+    observe(("initial profile of a second context, " + model.label).c_str(),
+            std::to_string(second->optimization_profile()));
+    EXPECT_EQ(second->optimization_profile(), shares ? kDecode : -1) << model.label;
+    ASSERT_EQ(first->set_optimization_profile(kPrefill, stream(), why_), Error::Ok) << why_.c_str();
+    ASSERT_EQ(io_.run(*first, tokens(32), &out_, why_), Error::Ok) << why_.c_str();
+    const Error e = second->set_optimization_profile(kPrefill, stream(), why_);
+    observe(("choosing the profile another context holds, " + model.label).c_str(),
+            e == Error::Ok ? "accepted" : why_.c_str());
+    if (!shares) {
+      EXPECT_EQ(e, Error::Internal) << model.label;
+      continue;
+    }
+    ASSERT_EQ(e, Error::Ok) << model.label << ": " << why_.c_str();
+    LlmBuffers other;
+    ASSERT_EQ(other.run(*second, tokens(40), &out_, why_), Error::Ok) << why_.c_str();
+    expect_near_reference(tokens(40), out_);
+    ASSERT_EQ(io_.run(*first, tokens(64), &out_, why_), Error::Ok) << why_.c_str();
+    expect_near_reference(tokens(64), out_);
+    ASSERT_EQ(first->set_optimization_profile(kDecode, stream(), why_), Error::Ok) << why_.c_str();
+    ASSERT_EQ(io_.run(*first, {3}, &out_, why_), Error::Ok) << why_.c_str();
+    expect_near_reference({3}, out_);
+    ASSERT_EQ(other.run(*second, tokens(33), &out_, why_), Error::Ok) << why_.c_str();
+    expect_near_reference(tokens(33), out_);
+  }
 }
 
 TEST_F(NvInferContract, DestroyingAContextFreesItsProfile) {
@@ -314,7 +360,7 @@ TEST_F(NvInferContract, AContextPerProfileSharingOneScratchBufferRunsBothRegimes
   ASSERT_EQ(decode->set_device_memory(scratch.data(), scratch_bytes, why_), Error::Ok) << why_.c_str();
   ASSERT_EQ(prefill->set_device_memory(scratch.data(), scratch_bytes, why_), Error::Ok) << why_.c_str();
   observe("profile of the second kUSER_MANAGED context", std::to_string(prefill->optimization_profile()));
-  EXPECT_EQ(prefill->optimization_profile(), -1);
+  EXPECT_EQ(prefill->optimization_profile(), shares_profiles(two_profile_llm()) ? kDecode : -1);
   ASSERT_EQ(decode->set_optimization_profile(kDecode, stream(), why_), Error::Ok) << why_.c_str();
   ASSERT_EQ(prefill->set_optimization_profile(kPrefill, stream(), why_), Error::Ok) << why_.c_str();
   LlmBuffers other;

@@ -52,6 +52,9 @@ struct ModelSpec {
   std::vector<std::vector<Bounds>> profiles;  // [profile][input]; empty: one implicit profile (all inputs static)
   std::vector<ConstantSpec> constants;
   std::vector<OpSpec> ops;
+  // Built with TensorRT 8.6's IBuilderConfig::setPreviewFeature(PreviewFeature::kPROFILE_SHARING_0806, true):
+  // execution contexts share optimization profiles (always so from TensorRT 10.0 on; shares_profiles(), plans.h).
+  bool profile_sharing_0806 = false;
 };
 
 inline constexpr int64_t kVocab = fixtures::kVocab;
@@ -78,6 +81,13 @@ inline constexpr int64_t kMaxPrefill = 2048;
 // The RFC's workload: decode profile S = 1, prefill profile S = 32..2048.
 inline ModelSpec two_profile_llm() {
   return llm("contract_llm", {ids_bounds(1, 1, 1), ids_bounds(32, 512, kMaxPrefill)});
+}
+// The same, built with profile sharing (ModelSpec::profile_sharing_0806).
+inline ModelSpec two_profile_llm_sharing() {
+  ModelSpec m = two_profile_llm();
+  m.label = "contract_llm_sharing";
+  m.profile_sharing_0806 = true;
+  return m;
 }
 // Three overlapping profiles: exactly one token, 1..64, 1..2048.
 inline ModelSpec three_profile_llm() {

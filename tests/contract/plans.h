@@ -18,6 +18,10 @@ namespace etrt::contract {
 std::string implementation();
 // True for NVIDIA's TensorRT.
 bool is_nvidia();
+// Whether the contexts of `model`'s engine share optimization profiles: from TensorRT 10.0 on always; on 8.6 only
+// for a plan built with kPROFILE_SHARING_0806. The GPU-free side builds its plans for 8.6, the release the suite
+// compares it with on a GPU.
+bool shares_profiles(const ModelSpec& model);
 
 // The serialized plan of `model`, or empty with the reason in *error. NVIDIA's builder needs a GPU and takes
 // seconds: callers keep plans for the whole suite.

@@ -30,6 +30,7 @@ gpufree::DataType to_gpufree(DataType type) {
 
 std::string implementation() { return "GPU-free NvInfer"; }
 bool is_nvidia() { return false; }
+bool shares_profiles(const ModelSpec& model) { return model.profile_sharing_0806; }
 
 std::vector<uint8_t> build_plan(const ModelSpec& model, std::string* error) {
   gpufree::Builder b(model.label);
@@ -67,6 +68,9 @@ std::vector<uint8_t> build_plan(const ModelSpec& model, std::string* error) {
     }
   }
   b.set_memory_kind(gpufree::MemoryKind::kHost).set_tracing(false);
+  // TensorRT 8.6's rules, as the GPU side runs: profiles held by one context unless built with profile sharing.
+  b.set_tensorrt_version(gpufree::TensorRTVersion::k8_6)
+      .set_preview_feature(gpufree::PreviewFeature::kPROFILE_SHARING_0806, model.profile_sharing_0806);
   std::vector<uint8_t> plan;
   if (!b.build(&plan, error)) plan.clear();
   return plan;

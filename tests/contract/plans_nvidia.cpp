@@ -145,6 +145,7 @@ std::string implementation() {
          std::to_string(NV_TENSORRT_PATCH);
 }
 bool is_nvidia() { return true; }
+bool shares_profiles(const ModelSpec& model) { return NV_TENSORRT_MAJOR >= 10 || model.profile_sharing_0806; }
 
 std::vector<uint8_t> build_plan(const ModelSpec& model, std::string* error) {
   BuildLogger logger;
@@ -160,6 +161,10 @@ std::vector<uint8_t> build_plan(const ModelSpec& model, std::string* error) {
   // No cuBLAS/cuDNN (TensorRT's own kernels only) and no TF32, so float results match the CPU reference closely.
   config->setTacticSources(0);
   config->clearFlag(nvinfer1::BuilderFlag::kTF32);
+#if NV_TENSORRT_MAJOR < 10
+  // Deprecated from 10.0 on, where sharing is always on.
+  if (model.profile_sharing_0806) config->setPreviewFeature(nvinfer1::PreviewFeature::kPROFILE_SHARING_0806, true);
+#endif
 
   std::map<std::string, nvinfer1::ITensor*> tensors;
   for (const TensorSpec& t : model.inputs)

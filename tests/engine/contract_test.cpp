@@ -60,6 +60,19 @@ class GpufreeContract : public ::testing::Test {
   AlignedVector<float> logits_ = AlignedVector<float>(kMaxPrefill * kLogits);
 };
 
+// The same over an engine built for TensorRT 8.6 without PreviewFeature::kPROFILE_SHARING_0806: a profile is held by
+// one live context at a time.
+class GpufreeContract86 : public GpufreeContract {
+ protected:
+  void SetUp() override {
+    label_ = test_label();
+    engine_ = load(build_or_fail(llm_builder(label_).set_tensorrt_version(TensorRTVersion::k8_6)));
+    ASSERT_NE(engine_, nullptr);
+    context_ = new_context(*engine_);
+    ASSERT_NE(context_, nullptr);
+  }
+};
+
 TEST_F(GpufreeContract, NewContextStartsOnProfileZero) {
   EXPECT_EQ(context_->optimization_profile(), 0);
   std::vector<TraceEvent> created = events_of(label_, TraceKind::kCreateContext);
@@ -257,7 +270,7 @@ TEST_F(GpufreeContract, FirstEnqueueAfterASwitchMustUseTheSwitchStream) {
       << "once the switch has run, any stream will do: " << why_.c_str();
 }
 
-TEST_F(GpufreeContract, SwitchToAProfileAnotherLiveContextHoldsFailsAndChangesNothing) {
+TEST_F(GpufreeContract86, SwitchToAProfileAnotherLiveContextHoldsFailsAndChangesNothing) {
   std::unique_ptr<ExecutionContext> other = new_context(*engine_);
   ASSERT_NE(other, nullptr);
   ASSERT_EQ(other->set_optimization_profile(kPrefill, nullptr, why_), Error::Ok) << why_.c_str();
@@ -265,7 +278,7 @@ TEST_F(GpufreeContract, SwitchToAProfileAnotherLiveContextHoldsFailsAndChangesNo
 
   EXPECT_EQ(context_->set_optimization_profile(kPrefill, nullptr, why_), Error::Internal);
   EXPECT_TRUE(has(why_.c_str(), "profile 1 is held by execution context #")) << why_.c_str();
-  EXPECT_TRUE(has(why_.c_str(), "TensorRT <= 8.5")) << why_.c_str();
+  EXPECT_TRUE(has(why_.c_str(), "built for TensorRT 8.6 without PreviewFeature::kPROFILE_SHARING_0806")) << why_.c_str();
   expect_refusal_traced(label_, TraceKind::kSetOptimizationProfile, why_.c_str());
   EXPECT_EQ(context_->optimization_profile(), kDecode);
   Shape ids;
@@ -273,7 +286,7 @@ TEST_F(GpufreeContract, SwitchToAProfileAnotherLiveContextHoldsFailsAndChangesNo
   EXPECT_EQ(ids, make_shape({1, 1}));
 }
 
-TEST_F(GpufreeContract, AContextCreatedWhileAnotherHoldsProfileZeroStartsWithoutAProfile) {
+TEST_F(GpufreeContract86, AContextCreatedWhileAnotherHoldsProfileZeroStartsWithoutAProfile) {
   // context_ took profile 0 at creation; `other` gets none (TensorRT 8.6: -1, "Profile index must be set
   // explicitly"), cannot take profile 0, and runs nothing until it chooses a free profile.
   std::unique_ptr<ExecutionContext> other = new_context(*engine_);
@@ -292,7 +305,7 @@ TEST_F(GpufreeContract, AContextCreatedWhileAnotherHoldsProfileZeroStartsWithout
   EXPECT_EQ(run_llm(*context_, one, &logits, why_), Error::Ok) << why_.c_str();
 }
 
-TEST_F(GpufreeContract, DestroyingAContextFreesItsProfile) {
+TEST_F(GpufreeContract86, DestroyingAContextFreesItsProfile) {
   std::unique_ptr<ExecutionContext> other = new_context(*engine_);
   ASSERT_NE(other, nullptr);
   context_.reset();
@@ -302,6 +315,68 @@ TEST_F(GpufreeContract, DestroyingAContextFreesItsProfile) {
   AlignedVector<float> logits;
   EXPECT_EQ(run_llm(*other, one, &logits, why_), Error::Ok) << why_.c_str();
   EXPECT_EQ(logits, expected_logits(one));
+}
+
+// TensorRT 10 and later (the default), and 8.6 with kPROFILE_SHARING_0806: contexts share profiles. A second context
+// starts on profile 0 while the first holds it, either may switch to a profile the other holds, and both run it.
+TEST_F(GpufreeContract, ContextsShareProfilesByDefaultAndOnTensorRT86WithThePreviewFeature) {
+  for (int build = 0; build < 2; ++build) {
+    Builder b = llm_builder(label_);
+    if (build == 1) b.set_tensorrt_version(TensorRTVersion::k8_6).set_preview_feature(PreviewFeature::kPROFILE_SHARING_0806, true);
+    std::unique_ptr<Engine> engine = load(build_or_fail(b));
+    ASSERT_NE(engine, nullptr);
+    EXPECT_TRUE(engine->profiles_shared_across_contexts()) << "build " << build;
+    std::unique_ptr<ExecutionContext> first = new_context(*engine), second = new_context(*engine);
+    ASSERT_NE(first, nullptr);
+    ASSERT_NE(second, nullptr);
+    EXPECT_EQ(second->optimization_profile(), kDecode) << "build " << build;
+    AlignedVector<int64_t> one = {4}, prompt = {1, 2, 3};
+    AlignedVector<float> a, c;
+    ASSERT_EQ(run_llm(*first, one, &a, why_), Error::Ok) << why_.c_str();
+    ASSERT_EQ(run_llm(*second, one, &c, why_), Error::Ok) << why_.c_str();
+    EXPECT_EQ(a, expected_logits(one));
+    EXPECT_EQ(c, expected_logits(one));
+    ASSERT_EQ(first->set_optimization_profile(kPrefill, nullptr, why_), Error::Ok) << why_.c_str();
+    ASSERT_EQ(second->set_optimization_profile(kPrefill, nullptr, why_), Error::Ok) << why_.c_str();
+    ASSERT_EQ(run_llm(*second, prompt, &c, why_), Error::Ok) << why_.c_str();
+    ASSERT_EQ(run_llm(*first, prompt, &a, why_), Error::Ok) << why_.c_str();
+    EXPECT_EQ(a, expected_logits(prompt));
+    EXPECT_EQ(c, expected_logits(prompt));
+  }
+}
+
+TEST_F(GpufreeContract86, ProfilesAreNotSharedWithoutThePreviewFeature) {
+  EXPECT_FALSE(engine_->profiles_shared_across_contexts());
+  Builder b = llm_builder(label_);
+  b.set_preview_feature(PreviewFeature::kPROFILE_SHARING_0806, true);
+  std::unique_ptr<Engine> ten = load(build_or_fail(b));
+  ASSERT_NE(ten, nullptr);
+  EXPECT_TRUE(ten->profiles_shared_across_contexts()) << "on TensorRT 10 the flag changes nothing: sharing is on";
+}
+
+// Contexts of one engine on one profile, each with its own scratch, may enqueue at the same time when profiles are
+// shared (each session of an engine runs on its own thread).
+TEST_F(GpufreeContract, TwoContextsOnOneSharedProfileMayEnqueueAtTheSameTime) {
+  std::unique_ptr<ExecutionContext> other = new_context(*engine_);
+  ASSERT_NE(other, nullptr);
+  AlignedVector<int64_t> one = {4}, two = {2};
+  AlignedVector<float> mine, theirs;
+  Error competing = Error::InvalidState;
+  std::string competing_error;
+  int hook_calls = 0;
+  set_enqueue_hook(label_, [&] {
+    if (hook_calls++ > 0) return;  // only the outer enqueue starts the competing one
+    std::thread t([&] {
+      Diagnostic why;
+      competing = run_llm(*other, two, &theirs, why);
+      competing_error = why.c_str();
+    });
+    t.join();
+  });
+  ASSERT_EQ(run_llm(*context_, one, &mine, why_), Error::Ok) << why_.c_str();
+  EXPECT_EQ(competing, Error::Ok) << competing_error;
+  EXPECT_EQ(mine, expected_logits(one));
+  EXPECT_EQ(theirs, expected_logits(two));
 }
 
 TEST_F(GpufreeContract, ContextPerProfileRunsBothRegimesWithOneSwitch) {

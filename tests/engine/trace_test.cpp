@@ -66,7 +66,8 @@ TEST(GpufreeTrace, RecordsEveryCallInOrderWithItsArguments) {
 
 TEST(GpufreeTrace, CountersCountSwitchesEnqueuesAndTheLastEnqueueProfile) {
   const std::string label = test_label();
-  std::unique_ptr<Engine> engine = load_llm(label);
+  // TensorRT 8.6 rules, so that a switch can be refused below (a profile another context holds).
+  std::unique_ptr<Engine> engine = load(build_or_fail(llm_builder(label).set_tensorrt_version(TensorRTVersion::k8_6)));
   std::unique_ptr<ExecutionContext> context = new_context(*engine);
   AlignedVector<int64_t> prompt = {1, 2, 3}, token = {4};
   AlignedVector<float> logits;
@@ -117,7 +118,7 @@ TEST(GpufreeTrace, RefusalsCarryTheMessageTheAdapterGave) {
 TEST(GpufreeTrace, SwitchCostIsBusyWaitedAndRecorded) {
   const std::string label = test_label();
   Builder b = llm_builder(label);
-  b.set_switch_cost_ns(20000);
+  b.set_switch_cost_ns(20000).set_tensorrt_version(TensorRTVersion::k8_6);  // a held profile is refused
   std::unique_ptr<Engine> engine = load(build_or_fail(b));
   std::unique_ptr<ExecutionContext> context = new_context(*engine);
   Diagnostic why;

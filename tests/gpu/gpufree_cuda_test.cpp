@@ -249,9 +249,9 @@ TEST_F(GpufreeCuda, UserManagedDeviceScratchIsAcceptedAndTooLittleIsRefusedAsInH
   EXPECT_EQ(shared->set_device_memory(scratch.data(), engine_->device_memory_size() - 1, why_), Error::InvalidArgument);
   EXPECT_TRUE(has(why_.c_str(), "needs " + std::to_string(engine_->device_memory_size()) + " bytes")) << why_.c_str();
   ASSERT_EQ(shared->set_device_memory(scratch.data(), scratch.size(), why_), Error::Ok) << why_.c_str();
-  // `shared` was created while context_ held profile 0, so it starts on none (as in TensorRT 8.6); freeing profile 0
-  // lets it choose it.
-  EXPECT_EQ(shared->optimization_profile(), -1);
+  // The engine shares profiles (TensorRT 10's rules, the Builder's default): created while context_ holds profile 0,
+  // `shared` starts on it too (an 8.6 engine would give it none).
+  EXPECT_EQ(shared->optimization_profile(), 0);
   context_.reset();
   ASSERT_EQ(shared->set_optimization_profile(0, stream_.get(), why_), Error::Ok) << why_.c_str();
   const std::vector<int64_t> ids = {4};

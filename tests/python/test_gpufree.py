@@ -59,13 +59,22 @@ def test_ops_are_25_byte_records():
     assert OP_RECORD_SIZE == 25 == len(B.gpufree_op(6, 0, out=1))
 
 
-@pytest.mark.parametrize("flags, tracing, cuda, streamable", [
-    (0, False, False, False), (1, True, False, False), (2, False, True, False), (4, False, False, True),
-    (7, True, True, True),
+@pytest.mark.parametrize("flags, tracing, cuda, streamable, sharing", [
+    (0, False, False, False, True), (1, True, False, False, True), (2, False, True, False, True),
+    (4, False, False, True, True), (8, False, False, False, False), (15, True, True, True, False),
 ])
-def test_each_flag_bit_has_its_field(flags, tracing, cuda, streamable):
+def test_each_flag_bit_has_its_field(flags, tracing, cuda, streamable, sharing):
     eng = read_gpufree_engine(kv_engine(flags=flags))
-    assert (eng.tracing, eng.cuda_mode, eng.streamable_weights) == (tracing, cuda, streamable)
+    assert (eng.tracing, eng.cuda_mode, eng.streamable_weights, eng.profile_sharing) == (
+        tracing, cuda, streamable, sharing)
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_the_python_writer_builds_engines_with_or_without_profile_sharing(exclusive):
+    from etrt.engine_builder import EngineBuilder
+    b = EngineBuilder("shared", exclusive_profiles=exclusive)
+    b.add_input("x", "float32", (4,)).add_output("y", "float32", (4,)).identity("x", "y")
+    assert read_gpufree_engine(b.build()).profile_sharing is not exclusive
 
 
 def test_a_cuda_mode_engine_is_read_not_refused():
@@ -80,7 +89,7 @@ def test_hand_built_kv_update_aliases_its_cache():
 
 
 @pytest.mark.parametrize("build, message", [
-    (lambda: kv_engine(flags=8), "GPU-free NvInfer engine: unknown flags 8"),
+    (lambda: kv_engine(flags=16), "GPU-free NvInfer engine: unknown flags 16"),
     (lambda: kv_engine(flags=0x81), "GPU-free NvInfer engine: unknown flags 129"),
     (lambda: kv_engine(version=1), "format version 1 is not the version this etrt reads (2); rebuild the engine"),
     (lambda: kv_engine(trailing=b"\x00"), "1 unexpected bytes after the last op"),

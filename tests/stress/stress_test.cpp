@@ -4,8 +4,11 @@
 // What is supported, and so what is tested:
 //
 //  * Separate Modules on separate threads, each with its own guards: fully concurrent. Two Modules loaded from
-//    one file have separate delegates (separate engines and contexts); they share only process-wide state (the
-//    backend registration, the counters, the GPU-free NvInfer's trace). `SeparateModules...`
+//    one file have separate delegates (separate contexts) over one engine (load option share_engine, on by
+//    default); they share that and process-wide state (the backend registration, the counters, the GPU-free
+//    NvInfer's trace). `SeparateModules...`
+//  * Sessions over one engine on threads of their own, loaded concurrently, while one session keeps failing (a shape
+//    no profile admits) and another is destroyed and loaded again: the others run on. `SessionsOverOneEngine...`
 //  * One Module shared by several threads: ExecuTorch's Module and Method are not thread-safe (an execution
 //    writes the method's inputs and outputs), so the runner serializes whole executions with its own lock; each
 //    thread's guard still decides the profile of its own executions. `OneModuleSharedUnderARunnerLock...`
@@ -332,6 +335,78 @@ TEST_P(Stress, SeparateModulesEachRunTheProfileTheirOwnGuardsAskFor) {
   failures.expect_none();
   for (size_t t = 0; t < executed.size(); ++t) EXPECT_GE(executed[t], kMinIterations) << "thread " << t;
   EXPECT_GE(background_done.load(), kMinIterations);
+}
+
+// ---- sessions over one engine (engine_cache.h) ----
+
+// The engine counter `key`, read with get_option as a runner reads it.
+int64_t engine_counter(const char* key) {
+  et::BackendOption option;
+  std::strcpy(option.key, key);
+  if (et::get_option(etrt::kBackendId, et::Span<et::BackendOption>(&option, 1)) != et::Error::Ok) return -1;
+  return std::get<int>(option.value);
+}
+
+// Sessions of one file, each loaded on its own thread at once (the first load makes the engine, the others wait for
+// it and share it), run concurrently. Thread 0's every other execution pins profile 0 (one token) for five tokens
+// (refused by its delegate, in that session only); thread 1 destroys its session and loads a new one every few steps.
+// Every other execution of every session must run on the profile its pattern asks for, with correct logits, throughout.
+TEST_P(Stress, SessionsOverOneEngineRunOnWhileOneFailsAndAnotherComesAndGoes) {
+  constexpr size_t kThreads = 6;
+  const int64_t deserialized = engine_counter(etrt::kCounterEnginesDeserialized);
+  Budget budget;
+  Failures failures;
+  std::vector<long> executed(kThreads, 0);
+  std::atomic<size_t> loaded{0}, finished{0};  // every session is held from the first step to the last one's end
+  const auto wait_for = [](const std::atomic<size_t>& count) {
+    while (count.load() < kThreads) std::this_thread::yield();
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const Pattern pattern = kPatterns[t % std::size(kPatterns)];
+      std::string error;
+      std::unique_ptr<Module> module = load_module(strategy(), kProgram, &error);
+      loaded.fetch_add(1);
+      wait_for(loaded);
+      int32_t active = 0;
+      long i = 0;
+      for (; module != nullptr && budget.more(i); ++i) {
+        if (t == 0 && i % 2 == 1) {
+          etrt::OptimizationProfileGuard pin(0);  // exactly one token: 5 are refused by the delegate
+          if (forward(*module, token_ids(5, i)).empty()) failures.add("a shape its pinned profile refuses ran");
+          continue;
+        }
+        if (t == 1 && i % 5 == 4) {
+          module.reset();  // the engine stays: the other sessions hold it
+          module = load_module(strategy(), kProgram, &error);
+          active = 0;
+          if (module == nullptr) break;
+        }
+        const int32_t tokens = tokens_for(pattern, i, static_cast<long>(t));
+        const int32_t want = expected_profile(pattern, tokens, active);
+        etrt::ExecutionReport report;
+        std::string bad = with_request(pattern, [&] { return forward(*module, token_ids(tokens, i)); });
+        if (bad.empty()) bad = check_report(report, want, want != active);
+        if (!bad.empty()) {
+          failures.add("session " + std::to_string(t) + ", iteration " + std::to_string(i) + ": " + bad);
+          budget.stop();
+          break;
+        }
+        active = want;
+      }
+      if (module == nullptr) failures.add("session " + std::to_string(t) + ": " + error);
+      executed[t] = i;
+      finished.fetch_add(1);
+      wait_for(finished);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  failures.expect_none();
+  for (size_t t = 0; t < kThreads; ++t) EXPECT_GE(executed[t], kMinIterations) << "session " << t;
+  // One engine made for all of them (thread 1's new sessions joined it), and gone with the last.
+  EXPECT_EQ(engine_counter(etrt::kCounterEnginesDeserialized) - deserialized, 1);
+  EXPECT_EQ(engine_counter(etrt::kCounterEngineSessions), 0);
 }
 
 // ---- loads sharing one method allocator, and so one scratch pool (load option shared_scratch) ----

@@ -94,6 +94,14 @@ class ETRT_GPUFREE_API Builder {
   // Builds with weight streaming (TensorRT's BuilderFlag::kWEIGHT_STREAMING): every constant counts as a
   // streamable weight, so getStreamableWeightsSize() > 0 and the budget calls apply. Default off.
   Builder& enable_weight_streaming(bool enabled = true);
+  // The TensorRT release whose rules the engine follows where releases differ. k10 (the default, 10.x and 11.x):
+  // execution contexts share optimization profiles, as they always do from TensorRT 10.0 on. k8_6: a profile is held
+  // by one live context at a time (a second context starts on no profile; a switch to a held profile is refused),
+  // unless the engine is built with PreviewFeature::kPROFILE_SHARING_0806.
+  Builder& set_tensorrt_version(TensorRTVersion version);
+  // IBuilderConfig::setPreviewFeature. kPROFILE_SHARING_0806 on a k8_6 engine turns profile sharing on; on a k10
+  // engine it changes nothing (TensorRT 10: "deprecated ... on and cannot be changed").
+  Builder& set_preview_feature(PreviewFeature feature, bool enabled);
 
   // The serialized engine into *engine; false, with the reason in *error, if the graph is invalid.
   [[nodiscard]] bool build(std::vector<uint8_t>* engine, std::string* error) const;
@@ -139,6 +147,8 @@ class ETRT_GPUFREE_API Builder {
   bool tracing_ = true;
   MemoryKind memory_kind_ = MemoryKind::kHost;
   bool weight_streaming_ = false;
+  TensorRTVersion version_ = TensorRTVersion::k10;
+  bool profile_sharing_0806_ = false;
   std::string first_error_;  // misuse seen before build(), reported by it
 };
 

@@ -66,6 +66,15 @@ constexpr Shape make_shape(std::initializer_list<Int> dims) {
 // memory, on the enqueue's stream.
 enum class MemoryKind : uint8_t { kHost, kDevice };
 
+// The TensorRT release whose rules an engine follows where releases differ (Builder::set_tensorrt_version): today,
+// whether execution contexts share optimization profiles. k10 stands for 10.x and 11.x.
+enum class TensorRTVersion : uint8_t { k10, k8_6 };
+
+// TensorRT's nvinfer1::PreviewFeature, the one this implementation models, with NVIDIA's value: in 8.6,
+// kPROFILE_SHARING_0806 lets execution contexts share optimization profiles ("This flag defaults to false"); from 10.0
+// on sharing is always on and the flag is deprecated (Builder::set_preview_feature).
+enum class PreviewFeature : int32_t { kPROFILE_SHARING_0806 = 2 };
+
 struct TensorDesc {
   std::string name;
   bool is_input = false;

@@ -16,7 +16,8 @@ nvinfer/README.md); little-endian throughout::
     payload
       str  label                  u32 length + bytes
       u8   flags                  bit 0 tracing on, bit 1 CUDA mode (tensors in device memory),
-                                  bit 2 streamable weights (built for weight streaming); other bits refused
+                                  bit 2 streamable weights (built for weight streaming), bit 3 exclusive
+                                  profiles (TensorRT 8.6 without kPROFILE_SHARING_0806); other bits refused
       i64  switch cost, ns
       u64  requested device memory, bytes
       u32  IO count,           then per tensor: str name, u8 is_input, u8 flags, u8 dtype, shape
@@ -59,11 +60,12 @@ from .format import (DTYPES, FORMAT_VERSION, HEADER_SIZE, LIMITS, MAGIC, OP_KIND
                      GpufreeEngineError, checksum, escape_name, is_gpufree_engine)
 
 # Reachable here as before the split: the format's other constants and limits.
-from .format import (ELEMENT_SIZES, FLAG_CUDA_MODE, FLAG_STREAMABLE_WEIGHTS, FLAG_TRACING,  # noqa: F401
-                     KNOWN_FLAGS, MAX_CONSTANTS, MAX_DEVICE_MEMORY, MAX_DIM, MAX_INTERMEDIATES, MAX_IO_TENSORS,
-                     MAX_NAME_LENGTH, MAX_OPS, MAX_PROFILE_ENTRIES, MAX_PROFILES, MAX_RANK, MAX_SHAPE_INFERENCE_WORK,
-                     MAX_SWITCH_COST_NS, MAX_TENSOR_BYTES, OP_ADD, OP_ADD_BIAS, OP_CAUSAL_ATTENTION, OP_EMBEDDING,
-                     OP_IDENTITY, OP_MATMUL, OP_RECORD_SIZE, OP_SCALE, SCRATCH_ALIGNMENT, Shape)
+from .format import (ELEMENT_SIZES, FLAG_CUDA_MODE, FLAG_EXCLUSIVE_PROFILES, FLAG_STREAMABLE_WEIGHTS,  # noqa: F401
+                     FLAG_TRACING, KNOWN_FLAGS, MAX_CONSTANTS, MAX_DEVICE_MEMORY, MAX_DIM, MAX_INTERMEDIATES,
+                     MAX_IO_TENSORS, MAX_NAME_LENGTH, MAX_OPS, MAX_PROFILE_ENTRIES, MAX_PROFILES, MAX_RANK,
+                     MAX_SHAPE_INFERENCE_WORK, MAX_SWITCH_COST_NS, MAX_TENSOR_BYTES, OP_ADD, OP_ADD_BIAS,
+                     OP_CAUSAL_ATTENTION, OP_EMBEDDING, OP_IDENTITY, OP_MATMUL, OP_RECORD_SIZE, OP_SCALE,
+                     SCRATCH_ALIGNMENT, Shape)
 
 __all__ = [
     "DTYPES",

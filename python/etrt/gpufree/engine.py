@@ -61,6 +61,9 @@ class GpufreeEngine:
     cuda_mode: bool = False
     #: flags bit 2: built for weight streaming (getStreamableWeightsSize() > 0)
     streamable_weights: bool = False
+    #: not flags bit 3: execution contexts share optimization profiles (TensorRT 10 and later, 8.6 with
+    #: kPROFILE_SHARING_0806); False for an engine built for 8.6 without it
+    profile_sharing: bool = True
     ops: Tuple[GpufreeOp, ...] = ()
     constant_names: Tuple[str, ...] = ()
     intermediate_names: Tuple[str, ...] = ()
@@ -161,6 +164,7 @@ def engine_from_description(d: Dict[str, Any]) -> GpufreeEngine:
         profiles=tuple(tuple(Bounds(_shape(b[0]), _shape(b[1]), _shape(b[2])) for b in row) for row in d["profiles"]),
         cuda_mode=d["cuda_mode"],
         streamable_weights=d["streamable_weights"],
+        profile_sharing=d["profile_sharing"],
         ops=tuple(GpufreeOp(op[0], op[2], op[3], op[4], op[5], op[6], float(op[7])) for op in d["ops"]),
         constant_names=tuple(c["name"] for c in d["constants"]),
         intermediate_names=tuple(t["name"] for t in d["intermediates"]),

@@ -16,7 +16,9 @@ MAX_RANK = 8
 FLAG_TRACING = 0x1
 FLAG_CUDA_MODE = 0x2
 FLAG_STREAMABLE_WEIGHTS = 0x4
-KNOWN_FLAGS = FLAG_TRACING | FLAG_CUDA_MODE | FLAG_STREAMABLE_WEIGHTS
+#: TensorRT 8.6's profile rules without PreviewFeature::kPROFILE_SHARING_0806: a profile is held by one context.
+FLAG_EXCLUSIVE_PROFILES = 0x8
+KNOWN_FLAGS = FLAG_TRACING | FLAG_CUDA_MODE | FLAG_STREAMABLE_WEIGHTS | FLAG_EXCLUSIVE_PROFILES
 #: etrt::DataType values, spelled as in the blob's io_bindings (:data:`etrt.dtypes.DATA_TYPES`).
 DTYPES = DATA_TYPES
 #: Bytes per element, by DataType value.

@@ -53,8 +53,9 @@ def set_default_load_options(**options: Any) -> None:
     ("context_per_profile", the default, or "switch" for the least memory),
     ``weight_streaming_budget`` (bytes, an int or a string of digits),
     ``cuda_graphs`` (bool), ``shared_scratch`` (bool), ``engine_host_code``
-    (bool), ``plugin_libraries`` (paths separated by ':'). Values are checked
-    as the backend checks them (``ValueError``, and nothing changes). Delegates
+    (bool), ``plugin_libraries`` (paths separated by ':'), ``share_engine``
+    (bool). Values are checked as the backend checks them (``ValueError``, and
+    nothing changes). Delegates
     are loaded by ``Program.load_method``; those already loaded keep their
     options."""
     snapshot = default_load_options()

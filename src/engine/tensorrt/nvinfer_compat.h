@@ -13,6 +13,8 @@
 //   weight streaming             absent: no engine has streamable weights         the V2 budget calls, the scratch
 //   aliased outputs              absent (getAliasedInputTensor is 10.15+)         10.15+
 //   BF16, INT64, INT4 types      absent                                           present
+//   profile sharing              kPROFILE_SHARING_0806 at build time, off by      always on
+//                                default, no runtime query
 //
 // 11.0 removed the 8.6 spellings of the memory calls, so no spelling serves both.
 
@@ -21,6 +23,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <type_traits>
 #include <utility>
 
@@ -90,6 +93,25 @@ inline nvinfer1::IExecutionContext* create_context(nvinfer1::ICudaEngine& engine
   return engine.createExecutionContext(user_managed_memory
                                            ? nvinfer1::ExecutionContextAllocationStrategy::kUSER_MANAGED
                                            : nvinfer1::ExecutionContextAllocationStrategy::kSTATIC);
+#endif
+}
+
+// Whether execution contexts of `engine` may hold one optimization profile at once (TensorRT's profile sharing).
+// From 10.0 on always. TensorRT 8.6 has no query: an engine built with PreviewFeature::kPROFILE_SHARING_0806 gives a
+// second context profile 0 while a first holds it, one built without gives it none (-1), so two contexts without
+// memory are created and the second's profile read; call it while the engine has no other context. Any failure
+// answers false, which only costs a session its own engine. The GPU-free NvInfer models both and says which
+// (etrt_gpufree_engineSharesProfiles).
+inline bool shares_profiles(nvinfer1::ICudaEngine& engine) {
+#if defined(ETRT_NVINFER_GPU_FREE)
+  return etrt_gpufree_engineSharesProfiles(&engine);
+#elif ETRT_TENSORRT_8
+  std::unique_ptr<nvinfer1::IExecutionContext> first(create_context(engine, /*user_managed_memory=*/true));
+  std::unique_ptr<nvinfer1::IExecutionContext> second(create_context(engine, /*user_managed_memory=*/true));
+  return first != nullptr && second != nullptr && second->getOptimizationProfile() == 0;
+#else
+  (void)engine;
+  return true;
 #endif
 }
 

@@ -29,6 +29,7 @@
 
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +50,8 @@ struct Loaded {
   std::unique_ptr<nvinfer1::IRuntime> runtime;
   std::unique_ptr<nvinfer1::ICudaEngine> engine;
   std::vector<TensorDesc> io;  // engine order; io[i].name.c_str() is the name NvInfer gets, copied once
+  std::once_flag sharing_once;  // profiles_shared_across_contexts(), found once
+  bool shares_profiles = false;
 };
 
 // ---- ExecutionContext -------------------------------------------------------------
@@ -266,6 +269,11 @@ class TensorRTEngine final : public Engine {
 #endif
   }
 
+
+  bool profiles_shared_across_contexts() override {
+    std::call_once(loaded_->sharing_once, [this] { loaded_->shares_profiles = nv::shares_profiles(*loaded_->engine); });
+    return loaded_->shares_profiles;
+  }
 
   Error create_context(const ContextOptions& options, std::unique_ptr<ExecutionContext>* out,
                        Diagnostic& why) override {

@@ -105,7 +105,7 @@ DECODER = dict(
     intermediates=[("hidden", F32)],
     profiles=[[S(1, 1, 1), S(1, 1, 1)], [S(2, 64, 128), S(2, 64, 128)]],
     ops=[op(EMBEDDING, 0, 3, o=5), op(MATMUL, 5, 4, o=2)],
-    switch_cost=1234, device_memory=4096)
+    switch_cost=1234, device_memory=4096, flags=1 | 8)  # tracing; TensorRT 8.6's exclusive profiles
 
 KV_STEP = dict(
     label="kv_step",
@@ -174,6 +174,7 @@ def describe(data: bytes) -> dict:
     e = read_gpufree_engine(data)
     return {
         "label": e.label, "tracing": e.tracing, "cuda_mode": e.cuda_mode, "streamable_weights": e.streamable_weights,
+        "profile_sharing": e.profile_sharing,
         "switch_cost_ns": e.switch_cost_ns, "requested_device_memory": e.requested_device_memory,
         "device_memory_size": e.device_memory_size,
         "io": [{"name": t.name, "is_input": t.is_input, "dtype": t.dtype, "shape": list(t.shape),
@@ -241,7 +242,7 @@ def invalid_cases() -> dict:
         "label_above_name_limit": (seal(struct.pack("<I", 5000) + b"x" * 16), "the label is 5000 bytes long, above "
                                                                                "the limit of 4096"),
         "label_truncated": (seal(struct.pack("<I", 4000) + b"x" * 16), "truncated: the label needs 4000 bytes"),
-        "unknown_flags": (variant(ONE_IO, flags=8), "unknown flags 8"),
+        "unknown_flags": (variant(ONE_IO, flags=16), "unknown flags 16"),
         "io_count_above_limit": (seal(counted(prefix_through_flags(), 0xFFFFFFFF)),
                                  "the IO tensor count 4294967295 is above the limit of 16384"),
         "io_count_past_the_bytes": (seal(counted(prefix_through_flags(), 16384)),

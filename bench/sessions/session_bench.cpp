@@ -1,0 +1,104 @@
+// etrt_bench_sessions: N sessions (Modules) of one program in one process, with the engine shared (load option
+// share_engine, the default) and with an engine each: the time to load all N (from the file to methods ready to run,
+// as a runner loads them), and the engine counters once they are loaded (engines held, their bytes, deserializations).
+// Medians of --reps repetitions; the two ways alternate within each repetition, in one process.
+//
+//   etrt_bench_sessions [--reps R] [program.pte]     (default: the demo decoder, examples/decoder.pte)
+//
+// docs/design.md, "One engine, many sessions", has the table.
+
+#include <executorch/extension/module/module.h>
+#include <executorch/runtime/backend/interface.h>
+#include <executorch/runtime/backend/options.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "etrt/options.h"
+#include "etrt/report.h"
+#include "etrt_gpufree/trace.h"
+#include "median.h"
+#include "module_loading.h"
+
+namespace {
+
+namespace et = ::executorch::runtime;
+using ::executorch::extension::Module;
+
+int64_t counter(const char* key) {
+  et::BackendOption option;
+  std::snprintf(option.key, sizeof(option.key), "%s", key);
+  option.value = 0;
+  if (et::get_option(etrt::kBackendId, et::Span<et::BackendOption>(&option, 1)) != et::Error::Ok) return -1;
+  return std::get<int>(option.value);
+}
+
+struct Sample {
+  double load_ms = 0;
+  int64_t engines = 0, engine_bytes = 0, deserialized = 0;
+};
+
+// Loads `n` Modules of `path`, sharing the engine or not; what it took. Exits on a refusal.
+Sample load_sessions(const std::string& path, size_t n, bool share) {
+  const int64_t deserialized = counter(etrt::kCounterEnginesDeserialized);
+  std::vector<std::unique_ptr<Module>> sessions;
+  sessions.reserve(n);
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < n; ++i) {
+    sessions.push_back(std::make_unique<Module>(path));
+    if (etrt::testing::load_with_options(*sessions.back(), {{etrt::kOptionShareEngine, share}}) != et::Error::Ok) {
+      std::fprintf(stderr, "etrt_bench_sessions: loading %s failed: %s\n", path.c_str(), etrt::last_error_message());
+      std::exit(1);
+    }
+  }
+  const auto end = std::chrono::steady_clock::now();
+  Sample s;
+  s.load_ms = std::chrono::duration<double, std::milli>(end - start).count();
+  s.engines = counter(etrt::kCounterEnginesResident);
+  s.engine_bytes = counter(etrt::kCounterEngineBytes);
+  s.deserialized = counter(etrt::kCounterEnginesDeserialized) - deserialized;
+  return s;  // the sessions go here, untimed
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 9;
+  std::string path = ETRT_DEMO_PTE;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+      reps = std::atoi(argv[++i]);
+    } else {
+      path = argv[i];
+    }
+  }
+  if (reps < 1) reps = 1;
+  etrt::gpufree::set_tracing_enabled(false);
+  (void)load_sessions(path, 1, true);  // warm: the file cache, the allocator, the backend's first load
+  std::printf("%s, %d repetitions (medians)\n", path.c_str(), reps);
+  std::printf("| sessions | share_engine | load all (ms) | per session (ms) | engines_resident | engine_bytes | "
+              "engines_deserialized |\n| --- | --- | --- | --- | --- | --- | --- |\n");
+  for (size_t n : {size_t{1}, size_t{8}, size_t{32}}) {
+    std::vector<double> ms[2];
+    Sample last[2];
+    for (int r = 0; r < reps; ++r) {
+      for (int k = 0; k < 2; ++k) {
+        const bool share = (r + k) % 2 == 0;  // alternate which way goes first
+        last[share] = load_sessions(path, n, share);
+        ms[share].push_back(last[share].load_ms);
+      }
+    }
+    for (int share = 1; share >= 0; --share) {
+      const double m = etrt::testing::median(ms[share]);
+      std::printf("| %zu | %s | %.3f | %.3f | %lld | %lld | %lld |\n", n, share ? "on" : "off", m,
+                  m / static_cast<double>(n), static_cast<long long>(last[share].engines),
+                  static_cast<long long>(last[share].engine_bytes), static_cast<long long>(last[share].deserialized));
+    }
+  }
+  return 0;
+}
