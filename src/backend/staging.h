@@ -2,7 +2,7 @@
 // Staging buffers: one per delegate argument, made at load at the size the
 // argument can reach, through which etrt copies what TensorRT cannot take in
 // place. Device engines stage host memory and device memory that breaks
-// TensorRT's I/O alignment rule (engine::kIoAddressAlignment; device_cuda.cpp);
+// TensorRT's I/O alignment rule (engine::kIoAddressAlignment; device_call_cuda.cpp);
 // host engines (the GPU-free NvInfer implementation's host mode) stage only
 // what breaks the alignment rule -- ExecuTorch plans 16-byte alignment. The
 // pieces both builds share are here; no CUDA.
