@@ -32,11 +32,16 @@
 #endif
 
 // The device-memory calls of 8.6 (createExecutionContextWithoutDeviceMemory, getDeviceMemorySize, setDeviceMemory).
+// Used in this header only: the adapter asks the constants and calls below, never the version.
 #define ETRT_TENSORRT_8 (NV_TENSORRT_MAJOR == 8)
 // getAliasedInputTensor and IKVCacheUpdateLayer first appear in TensorRT 10.15.
 #define ETRT_TENSORRT_HAS_ALIASES (NV_TENSORRT_MAJOR > 10 || (NV_TENSORRT_MAJOR == 10 && NV_TENSORRT_MINOR >= 15))
 
 namespace etrt::engine::tensorrt::nv {
+
+// What this version has at all: weight streaming (10.0+), and outputs TensorRT itself aliases to inputs (10.15+).
+inline constexpr bool kHasWeightStreaming = !ETRT_TENSORRT_8;
+inline constexpr bool kHasAliasedOutputs = ETRT_TENSORRT_HAS_ALIASES;
 
 // One extent of nvinfer1::Dims: int32_t before 10.0, int64_t since.
 using Extent = std::remove_reference_t<decltype(std::declval<nvinfer1::Dims&>().d[0])>;
@@ -158,11 +163,28 @@ inline int64_t weight_streaming_scratch_memory_size(const nvinfer1::ICudaEngine&
   return engine.getWeightStreamingScratchMemorySize();
 #endif
 }
-#if !ETRT_TENSORRT_8
-// False when TensorRT refuses the budget. (8.6 has nothing to call: the adapter refuses there.)
+// False when TensorRT refuses the budget. 8.6 has nothing to call (kHasWeightStreaming): the adapter refuses there
+// before asking, and this refuses too.
 inline bool set_weight_streaming_budget(nvinfer1::ICudaEngine& engine, int64_t bytes) {
+#if ETRT_TENSORRT_8
+  (void)engine;
+  (void)bytes;
+  return false;
+#else
   return engine.setWeightStreamingBudgetV2(bytes);
-}
 #endif
+}
+
+// The input TensorRT writes output `name` into (getAliasedInputTensor), or null: none, or a version without aliased
+// outputs (kHasAliasedOutputs).
+inline const char* aliased_input_tensor(const nvinfer1::ICudaEngine& engine, const char* name) {
+#if ETRT_TENSORRT_HAS_ALIASES
+  return engine.getAliasedInputTensor(name);
+#else
+  (void)engine;
+  (void)name;
+  return nullptr;
+#endif
+}
 
 }  // namespace etrt::engine::tensorrt::nv

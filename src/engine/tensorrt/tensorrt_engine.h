@@ -52,6 +52,7 @@ struct RuntimeOptions {
 
 // True when deserialize() needs the engine's CUDA device current (NVIDIA's TensorRT deserializes onto the current
 // device). The GPU-free implementation never does, so CUDA builds load its host engines on machines without a GPU.
+// Answered by the implementation the build links (nvinfer_nvidia.cpp, nvinfer_gpufree.cpp).
 bool deserializes_on_device();
 
 }  // namespace etrt::engine::tensorrt

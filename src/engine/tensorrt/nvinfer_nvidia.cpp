@@ -1,0 +1,12 @@
+// nvinfer_implementation.h for NVIDIA's TensorRT (a build with -DTENSORRT_ROOT): every engine runs on its GPU, and
+// deserializeCudaEngine places it on the current device.
+#include "engine/tensorrt/nvinfer_implementation.h"
+#include "engine/tensorrt/tensorrt_engine.h"
+
+namespace etrt::engine::tensorrt {
+
+bool nv::runs_on_host(const nvinfer1::ICudaEngine& /*engine*/) { return false; }
+
+bool deserializes_on_device() { return true; }
+
+}  // namespace etrt::engine::tensorrt
