@@ -14,9 +14,9 @@ etrt appends two optional metadata keys, ``profile_signature`` and (last)
 ``delegate_state``. The writer is pure Python (no PyTorch, no numpy, no
 libetrt), so it runs wherever an exporter does, and writes the bytes the C++
 writer in ``src/blob/`` writes for the same metadata. The reader is the
-runtime's own (``parse_blob`` of ``src/blob/`` through libetrt's C ABI), which
-owns every rule; the writer asks it, where libetrt is loadable, to check what
-it wrote (docs/architecture.md, "One rulebook"). See ``docs/blob-format.md``.
+runtime's own (``parse_blob`` of ``src/blob/`` through libetrt_tools' C
+ABI), which owns every rule; the writer asks it, where libetrt_tools is
+loadable, to check what it wrote (docs/architecture.md, "One rulebook"). See ``docs/blob-format.md``.
 
 Modules:
 

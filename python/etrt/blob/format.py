@@ -1,6 +1,6 @@
 """The blob's format for the writer: header layout and magics, the limits the
 runtime's reader enforces (``src/blob``, which :func:`etrt.blob.parse_blob`
-calls through libetrt) as numbers the writer checks against,
+calls through libetrt_tools) as numbers the writer checks against,
 :class:`BlobError` and its message helpers, and the metadata dataclasses
 (:class:`Metadata` and what it holds)."""
 
