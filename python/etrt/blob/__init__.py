@@ -35,8 +35,8 @@ from .reader import describe_blob, metadata_from_dict, parse_blob
 from .writer import metadata_to_json, validate_metadata, write_blob
 
 # Reachable here as before the split: the other constants.
-from .format import (HEADER_FORMAT, MAX_ALIASES, MAX_IO_BINDINGS, MAX_STATES, MAX_METADATA_SIZE, MAX_NAME_LENGTH,  # noqa: F401
-                     MAX_PROFILE_ENTRIES, MAX_PROFILES, MAX_SIGNATURE_RANK, MAX_SYMBOLIC_DIMS, RESERVED, escape_name)
+from .format import (HEADER_FORMAT, MAX_IO_BINDINGS, MAX_METADATA_SIZE, MAX_PROFILE_ENTRIES, MAX_PROFILES,  # noqa: F401
+                     RESERVED, escape_name)
 
 __all__ = [
     "ALIAS_KINDS",
