@@ -33,6 +33,9 @@ unset(_etrt_installed_lib)
 if(TARGET etrt_gpufree_nvinfer)
   install(TARGETS etrt_gpufree_nvinfer LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_SKIP)
 endif()
+# What the tools ask the runtime (libetrt_tools.so.0, include/etrt/tools_c_api.h), beside libetrt, where the Python
+# tools look for it; no runner links it, so it is not part of the CMake package.
+install(TARGETS etrt_tools LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_SKIP)
 install(EXPORT etrtTargets NAMESPACE etrt:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/etrt)
 
 # Built against NVIDIA's TensorRT (-DTENSORRT_ROOT), libetrt needs its libnvinfer, which is not installed beside it:

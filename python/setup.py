@@ -4,7 +4,8 @@ that etrt.runtime loads into ExecuTorch's Python runtime.
 
     pip install ./python                 # from an etrt checkout, into an environment that has ExecuTorch
 
-The native part is libetrt (and the GPU-free NvInfer beside it), built with
+The native part is libetrt (and beside it the GPU-free NvInfer and
+libetrt_tools, which the tools read blobs and engines with), built with
 CMake from the checkout against the ExecuTorch wheel *of the environment being
 installed into*, and installed inside the package (etrt/_native/) with a
 RUNPATH relative to itself ($ORIGIN/../../../executorch/lib: that wheel's
@@ -43,7 +44,7 @@ NATIVE = os.environ.get("ETRT_NATIVE", "1") != "0"
 # The installed library's search path: itself ($ORIGIN: the GPU-free NvInfer beside it), then the ExecuTorch
 # wheel's libraries (site-packages/etrt/_native/lib -> site-packages/executorch/lib).
 INSTALL_RPATH = "$ORIGIN:$ORIGIN/../../../executorch/lib"
-LIBRARIES = ("libetrt.so.0", "libetrt_gpufree_nvinfer.so.0")
+LIBRARIES = ("libetrt.so.0", "libetrt_gpufree_nvinfer.so.0", "libetrt_tools.so.0")
 
 
 class BuildError(RuntimeError):
@@ -121,7 +122,7 @@ def _run(cmd, **kwargs):
 
 
 def build_native(executorch_dir, executorch_version, package_out):
-    """Configures, builds and installs libetrt; copies the result into package_out/_native."""
+    """Configures, builds and installs libetrt and libetrt_tools; copies the result into package_out/_native."""
     if not _is_checkout(ROOT):
         raise BuildError(f"{ROOT} is not an etrt checkout: the native runtime is built from one "
                          "(`pip install ./python` in the checkout), or install with ETRT_NATIVE=0")
@@ -151,7 +152,7 @@ def build_native(executorch_dir, executorch_version, package_out):
     configure += shlex.split(os.environ.get("ETRT_CMAKE_ARGS", ""))
     _run(configure)
     jobs = os.environ.get("ETRT_JOBS") or str(os.cpu_count() or 1)
-    _run([cmake, "--build", build_dir, "--target", "etrt", "--parallel", jobs])
+    _run([cmake, "--build", build_dir, "--target", "etrt", "etrt_tools", "--parallel", jobs])
     shutil.rmtree(stage, ignore_errors=True)
     _run([cmake, "--install", build_dir, "--prefix", stage])
 

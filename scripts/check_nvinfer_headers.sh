@@ -15,7 +15,12 @@ ET_INCLUDE="${ET_INCLUDE:-$(ls -d .venv/lib/python3*/site-packages/executorch/in
 [[ -n "$ET_INCLUDE" ]] || { echo "check_nvinfer_headers.sh: no ExecuTorch headers; run scripts/bootstrap.sh" >&2; exit 2; }
 FLAGS=(-std=c++17 -fsyntax-only -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wconversion
        -Wno-sign-conversion -Werror -Isrc -Iinclude -isystem "$ET_INCLUDE" -DC10_USING_CUSTOM_GENERATED_MACROS)
-SOURCES=(src/engine/tensorrt/*.cpp)
+# The adapter's sources, less the other implementation's answers (nvinfer_implementation.h): nvinfer_nvidia.cpp is
+# compiled against NVIDIA's headers, nvinfer_gpufree.cpp against the GPU-free declarations.
+sources_for() {  # the implementation file to leave out
+  SOURCES=()
+  for src in src/engine/tensorrt/*.cpp; do [[ "$(basename "$src")" == "$1" ]] || SOURCES+=("$src"); done
+}
 
 check() {  # label, extra flags...
   local label="$1"; shift
@@ -33,10 +38,12 @@ version_of() {  # the NV_TENSORRT_MAJOR.MINOR.PATCH the headers in $1 declare
     "$CXX" -E -P -x c++ -isystem "$1" - 2>/dev/null | tail -1 | tr -d ' '
 }
 
+sources_for nvinfer_gpufree.cpp
 for dir in "$@"; do
   [[ -f "$dir/NvInferVersion.h" ]] || { echo "check_nvinfer_headers.sh: $dir holds no NvInferVersion.h" >&2; exit 2; }
   check "NVIDIA's TensorRT $(version_of "$dir") headers ($dir)" -DETRT_WITH_CUDA=1 -isystem "$dir" -isystem "$CUDA_INCLUDE"
 done
+sources_for nvinfer_nvidia.cpp
 check "the GPU-free declarations (nvinfer/include), with CUDA" -DETRT_WITH_CUDA=1 -isystem nvinfer/include \
   -isystem "$CUDA_INCLUDE"
 check "the GPU-free declarations (nvinfer/include), without CUDA" -isystem nvinfer/include

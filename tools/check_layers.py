@@ -2,7 +2,7 @@
 """Checks that every #include in src/, include/ and nvinfer/ runs in an allowed direction between layers, and with
 --build that every symbol a layer's object files use is defined in a layer it may include.
 
-    check_layers.py [--root DIR] [--rules FILE] [--list] [--build DIR [--nm NM]]
+    check_layers.py [--root DIR] [--rules FILE] [--list] [--build DIR [--nm NM] [--library LIB ...]]
 
 The layers and the allow-list are in tools/layers.txt (--rules names another file). Every quoted include
 ("...") is resolved as the compiler would: beside the including file, then under src/, include/,
@@ -27,6 +27,13 @@ may include. Otherwise it prints
 
 Symbols defined nowhere in the tree (the C++ library, ExecuTorch, CUDA) are not checked. Objects that are not built
 yet are skipped and counted in a note, so run it after the build (the CTest etrt_check_layers does).
+
+With --library (a production shared library of the build, e.g. libetrt; repeatable), what it exports (`nm -D
+--defined-only`) is checked against the layers the rules mark `tools-only`: a symbol only objects of such layers
+define (not a template instance other objects define too) must not be exported by a production library, which holds
+production code only. Otherwise it prints
+
+    lib: exports <symbol>, tool-only code (<layer>: <file>)
 Python 3 standard library only.
 """
 
@@ -56,6 +63,7 @@ class Rules:
         self.allow = {}   # (from, to) -> [glob or None]
         self.known = {}   # (file, header) -> rules line
         self.implements = {}  # implementation layer -> the layer whose headers it implements
+        self.tools_only = set()  # layers whose code exists only for the tools
         names = set()
         pending = []
         for number, raw in enumerate(path.read_text().splitlines(), 1):
@@ -73,17 +81,22 @@ class Rules:
                 self.known[(args[0], args[1])] = where
             elif kind == "implements" and len(args) == 2:
                 pending.append((where, ["implements"] + args))
+            elif kind == "tools-only" and len(args) == 1:
+                pending.append((where, ["tools-only"] + args))
             else:
                 raise RulesError(f"{where}: expected 'layer <name> <dir>', 'allow <from> <to> [<glob>]', "
-                                 f"'implements <layer> <layer>' or 'known <file> <header>', got: {raw.strip()}")
+                                 f"'implements <layer> <layer>', 'tools-only <layer>' or 'known <file> <header>', "
+                                 f"got: {raw.strip()}")
         for where, args in pending:
-            implements = args[0] == "implements"
-            if implements:
+            kind = args[0] if args[0] in ("implements", "tools-only") else "allow"
+            if kind != "allow":
                 args = args[1:]
             for name in args[:2]:
                 if name not in names:
                     raise RulesError(f"{where}: unknown layer '{name}'")
-            if implements:
+            if kind == "tools-only":
+                self.tools_only.add(args[0])
+            elif kind == "implements":
                 self.implements[args[0]] = args[1]
             else:
                 self.allow.setdefault((args[0], args[1]), []).append(args[2] if len(args) == 3 else None)
@@ -246,6 +259,41 @@ def check_links(root, rules, build, nm, out):
     return len(found)
 
 
+def exported(nm, library):
+    """The dynamic symbols `library` defines (what another module can bind to), mangled."""
+    done = subprocess.run([nm, "-D", "-P", "--defined-only", str(library)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RulesError(f"{nm} -D {library}: {done.stderr.strip()}")
+    return {fields[0] for fields in (line.split() for line in done.stdout.splitlines())
+            if len(fields) >= 2 and (fields[1].isupper() or fields[1] in "uvw")}
+
+
+def check_exports(root, rules, build, nm, libraries, out):
+    """Prints each tool-only symbol a production library exports to `out`; returns their number."""
+    tool_symbols = {}  # symbol -> (layer, source) of the tool-only object that defines it
+    shared = set()  # defined by other objects too (a template's instance, say): not the tools' own
+    for rel, layer, path in objects(build, root, rules):
+        if not path.is_file():
+            continue
+        for name in symbols(nm, path)[0]:
+            if layer in rules.tools_only:
+                tool_symbols.setdefault(name, (layer, rel))
+            else:
+                shared.add(name)
+    tool_symbols = {name: where for name, where in tool_symbols.items() if name not in shared}
+    found = []
+    for library in libraries:
+        if not library.is_file():
+            raise RulesError(f"{library}: no such library (build it first)")
+        for name in sorted(exported(nm, library) & tool_symbols.keys()):
+            found.append((library, name, *tool_symbols[name]))
+    names = demangle(sorted({name for _, name, _, _ in found}))
+    for library, name, layer, rel in found:
+        print(f"{library}: exports {names[name]}, tool-only code ({layer}: {rel}); production libraries hold "
+              "production code only", file=out)
+    return len(found)
+
+
 def main(argv=None):
     here = pathlib.Path(__file__).resolve().parent
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -254,6 +302,8 @@ def main(argv=None):
     parser.add_argument("--list", action="store_true", help="print each scanned file's layer and exit")
     parser.add_argument("--build", type=pathlib.Path, help="a build directory: also check its object files' symbols")
     parser.add_argument("--nm", default="nm", help="the nm to read object files with (default: %(default)s)")
+    parser.add_argument("--library", type=pathlib.Path, action="append", default=[],
+                        help="with --build: a production shared library, which may export no tool-only symbol")
     args = parser.parse_args(argv)
     root = args.root.resolve()
     try:
@@ -266,18 +316,25 @@ def main(argv=None):
             rel = path.relative_to(root).as_posix()
             print(f"{rel}: {rules.layer_of(rel) or '(no layer)'}")
         return 0
+    if args.library and args.build is None:
+        print("check_layers: --library needs --build (the objects that say which code is tool-only)", file=sys.stderr)
+        return 2
     violations = check(root, rules, sys.stdout)
-    links = 0
+    links = exports = 0
     if args.build is not None:
         try:
             links = check_links(root, rules, args.build.resolve(), args.nm, sys.stdout)
+            exports = check_exports(root, rules, args.build.resolve(), args.nm, args.library, sys.stdout)
         except (OSError, RulesError) as error:
             print(f"check_layers: {error}", file=sys.stderr)
             return 2
-    if violations or links:
-        print(f"check_layers: {violations} include(s) and {links} symbol use(s) against {args.rules}", file=sys.stdout)
+    if violations or links or exports:
+        print(f"check_layers: {violations} include(s), {links} symbol use(s) and {exports} tool-only export(s) against "
+              f"{args.rules}", file=sys.stdout)
         return 1
     checked = " and every symbol their objects in " + str(args.build) + " use" if args.build is not None else ""
+    if args.library:
+        checked += ", and no tool-only symbol exported by " + ", ".join(str(lib) for lib in args.library)
     print(f"check_layers: every include in {', '.join(SCANNED)}{checked} follows {args.rules}")
     return 0
 

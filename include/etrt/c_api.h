@@ -27,25 +27,17 @@
  *    afterwards before the load options its runtime passes (which override
  *    them key by key). For runtimes that pass no load options, such as
  *    ExecuTorch's Python API.
- *  - etrt_blob_describe() / etrt_engine_describe() (version 2): the runtime's
- *    own reading of a TR01/TR02 blob and of a GPU-free NvInfer engine, for tools
- *    (etrt inspect, etrt validate), so they refuse what a load refuses, with
- *    its message. etrt_build_has_cuda() and etrt_device_memory() say what
- *    this build and machine can run.
- *  - etrt_delegate_resolve() (version 3): the blob against its engine as a delegate load resolves them (the
- *    bindings, in-place aliases, profile signature and delegate-owned states), for etrt validate and etrt inspect.
- *  - etrt_parse_byte_count() (version 4): a byte count as the runtime reads the weight_streaming_budget compile
- *    spec and load option, for the tools that show and check it.
- *  - etrt_host_engine_binds() (version 5): whether a host engine takes a delegate argument ExecuTorch placed on a
- *    device, with the refusal the call returns, for etrt validate.
+ *
+ * What the tools ask the runtime (etrt inspect, etrt validate: the readers of
+ * blobs and engines and the rules they share with a load) is not here: it is
+ * libetrt_tools' C ABI (etrt/tools_c_api.h), installed beside libetrt.
  *
  * History: version 1, the guards, reports, counters, state, last error and
- * default load options; version 2 adds the readers (etrt_text,
- * etrt_*_describe, etrt_build_has_cuda, etrt_device_memory,
- * ETRT_E_NOT_SUPPORTED) and changes nothing of version 1; version 3 adds
- * etrt_delegate_resolve and changes nothing of version 2; version 4 adds
- * etrt_parse_byte_count and changes nothing of version 3; version 5 adds
- * etrt_host_engine_binds and changes nothing of version 4.
+ * default load options; versions 2 to 5 added the tools' readers and rules
+ * (etrt_text, etrt_*_describe, etrt_delegate_resolve, etrt_parse_byte_count,
+ * etrt_host_engine_binds, etrt_build_has_cuda, etrt_device_memory) and the
+ * code ETRT_E_NOT_SUPPORTED; version 6 moves those functions into
+ * libetrt_tools (etrt/tools_c_api.h) and changes nothing else of version 5.
  */
 
 #include <stddef.h>
@@ -58,7 +50,7 @@ extern "C" {
 #define ETRT_C_API __attribute__((visibility("default")))
 
 /** The version of this header; etrt_abi_version() returns the library's. */
-#define ETRT_ABI_VERSION 5
+#define ETRT_ABI_VERSION 6
 
 /** Return codes. */
 #define ETRT_OK 0
@@ -72,7 +64,7 @@ extern "C" {
 #define ETRT_E_NO_MEMORY 4
 /** The operation failed; etrt_last_error_message() says why. */
 #define ETRT_E_FAILED 5
-/** This build cannot do what was asked (version 2); the call's text says why. */
+/** This build cannot do what was asked (version 2; the tools' calls, etrt/tools_c_api.h); their text says why. */
 #define ETRT_E_NOT_SUPPORTED 6
 
 /** Profile request kinds (etrt::ProfileRequest::Kind). */
@@ -223,88 +215,6 @@ ETRT_C_API size_t etrt_default_load_options(char* buffer, size_t size);
  * that the backend reads them.
  */
 ETRT_C_API uint64_t etrt_default_load_options_reads(void);
-
-/* ---- the runtime's readers, for tools (version 2) ---- */
-
-/** A text the library made for the caller: NUL-terminated, freed with etrt_text_free. */
-typedef struct etrt_text etrt_text;
-
-/** The text's bytes (NUL-terminated; the JSON texts below hold no NUL of their own). */
-ETRT_C_API const char* etrt_text_data(const etrt_text* text);
-/** The text's length, without the NUL. */
-ETRT_C_API size_t etrt_text_size(const etrt_text* text);
-/** Frees a text; null is ignored. */
-ETRT_C_API void etrt_text_free(etrt_text* text);
-
-/**
- * Reads a TR01/TR02 blob (`size` bytes at `data`) as a delegate load does (src/blob parse_blob: the header, the
- * metadata's limits and rules) and never reads outside it. ETRT_OK: *out is a JSON object with "magic",
- * "metadata_offset", "metadata_size", "engine_offset", "engine_size", "blob_size" and "metadata" (the parsed
- * metadata as the writer embeds it: docs/blob-format.md). ETRT_E_FAILED: *out is the reader's refusal
- * ("TensorRT blob: ..."). ETRT_E_INVALID_ARGUMENT (*out null) for a null `out`, or null `data` with a non-zero size;
- * ETRT_E_NO_MEMORY (*out null) when memory ran out. The text is at most a few times the metadata's size (16 MiB at
- * most); the caller frees it.
- */
-ETRT_C_API int etrt_blob_describe(const void* data, size_t size, etrt_text** out);
-
-/**
- * Reads an engine of the GPU-free NvInfer (magic "ETRF") as deserializeCudaEngine does (its decoder, limits and
- * validation, shape inference and scratch plan included), without creating a context, so an engine that needs CUDA
- * is described on a build without it. ETRT_OK: *out is a JSON object ("label", "version", "size", "tracing",
- * "cuda_mode", "streamable_weights", "switch_cost_ns", "requested_device_memory", "device_memory_size", "io",
- * "constants", "intermediates", "profiles", "ops", and "output_shapes": each output's shape at each profile's min
- * and max input shapes). ETRT_E_FAILED: *out is the deserializer's refusal. ETRT_E_NOT_SUPPORTED: *out says why
- * this build reads no such engines (one built against NVIDIA's TensorRT). Arguments and memory as
- * etrt_blob_describe. The text is linear in the engine's size.
- */
-ETRT_C_API int etrt_engine_describe(const void* data, size_t size, etrt_text** out);
-
-/**
- * Resolves a TR01/TR02 blob against its engine as a delegate load does after deserializing it (version 3): the blob's
- * IO bindings against the engine's IO tensors (or the engine's own IO, without io_bindings), the in-place aliases
- * (aliased_io and the engine's own), the profile table and the blob's profile signature against it, and each
- * delegate_state entry's shapes, with the load's rules and messages; no context is created and no named data read,
- * so a CUDA-mode engine of the GPU-free NvInfer is resolved on a build without CUDA. ETRT_OK: *out is a JSON object:
- * "inputs" and "outputs" (the delegate's arguments in order: "name", the engine's "dtype" and "shape", and
- * "alias_of", the input an output is written into in place), "aliases" ("output", "input", "kind", "entry": the
- * aliased_io index, or -1 for an alias only the engine declares), "num_profiles", "states" ("name", "input",
- * "output", "in_place", "dtype", "shape", "bytes"), and "refusal": null when a load would get past these steps, else
- * the first refusal, what resolved before it listed: "message" (the load's, at most 4 KiB), "entry" (the aliased_io or
- * delegate_state index, or -1) and "rule": "engine" (the engine does not deserialize), "io", "alias-unknown-kind",
- * "alias-unknown-tensor", "alias-engine-mismatch", "alias-shape-mismatch", "alias-conflict", "profiles", "signature"
- * or "state". ETRT_E_FAILED: *out is the blob reader's refusal. ETRT_E_NOT_SUPPORTED: *out says why this build
- * resolves no engines without a GPU (one built against NVIDIA's TensorRT). Arguments and memory as
- * etrt_blob_describe; the text is linear in the metadata and the engine's IO.
- */
-ETRT_C_API int etrt_delegate_resolve(const void* data, size_t size, etrt_text** out);
-
-/** 1 when this libetrt was built with CUDA (device engines run only on such a build), else 0. */
-ETRT_C_API int etrt_build_has_cuda(void);
-
-/**
- * The total memory of CUDA device `device` into *bytes. ETRT_E_NOT_SUPPORTED on a build without CUDA or a machine
- * without that device; ETRT_E_INVALID_ARGUMENT for a null `bytes`.
- */
-ETRT_C_API int etrt_device_memory(int32_t device, uint64_t* bytes);
-
-/**
- * A byte count as the runtime reads the weight_streaming_budget compile spec and load option (version 4): `size`
- * bytes at `data`, one or more ASCII decimal digits and nothing else (no sign, space, NUL or decimal point), at most
- * 2^63 - 1. ETRT_OK with the count in *bytes; ETRT_E_INVALID_ARGUMENT for anything else or a null `bytes`.
- */
-ETRT_C_API int etrt_parse_byte_count(const void* data, size_t size, int64_t* bytes);
-
-/**
- * Whether a host engine (the GPU-free NvInfer's host mode) takes a delegate argument ExecuTorch placed on
- * `device_type` (ExecuTorch's DeviceType: 0 CPU, 1 CUDA) at index `device_index` -- every argument of a delegate
- * exported with a target_device compile spec is placed on that device (version 5). The rule and message a call
- * applies before reading the argument (src/backend/staging.h host_engine_binds); `is_input` and `name` word the
- * message. ETRT_OK (*out null): the engine binds it; ETRT_E_FAILED: *out is the refusal the call returns, without
- * the "TensorRT delegate <method>#<n>: " prefix. ETRT_E_INVALID_ARGUMENT (*out null) for a null `out` or `name`, or a
- * device type ExecuTorch does not have; ETRT_E_NO_MEMORY (*out null) when memory ran out.
- */
-ETRT_C_API int etrt_host_engine_binds(int32_t device_type, int32_t device_index, int is_input, const char* name,
-                                      etrt_text** out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1,8 +1,10 @@
-"""ctypes declarations of libetrt's C ABI (``include/etrt/c_api.h``).
+"""ctypes declarations of libetrt's C ABI (``include/etrt/c_api.h``) and of
+libetrt_tools' (``include/etrt/tools_c_api.h``: the runtime's readers and
+rules the tools ask, in a library of their own beside libetrt).
 
-Internal: :mod:`etrt.runtime` is the public face. This module only loads a
-given library file and checks its ABI version; it imports neither torch nor
-ExecuTorch, so the C ABI can be tested on its own.
+Internal: :mod:`etrt.runtime` and :mod:`etrt._reader` are the public faces.
+This module only loads a given library file and checks its ABI version; it
+imports neither torch nor ExecuTorch, so the C ABIs can be tested on their own.
 """
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ from __future__ import annotations
 import ctypes
 from typing import Optional
 
-#: The C ABI version this module speaks (ETRT_ABI_VERSION).
-ABI_VERSION = 5
+#: The C ABI version of libetrt this module speaks (ETRT_ABI_VERSION).
+ABI_VERSION = 6
+#: The C ABI version of libetrt_tools this module speaks (ETRT_TOOLS_ABI_VERSION).
+TOOLS_ABI_VERSION = 1
 
 OK = 0
 E_INVALID_ARGUMENT = 1
@@ -50,7 +54,7 @@ class ExecutionRecordStruct(ctypes.Structure):
 
 
 class AbiError(ImportError):
-    """The library is not a libetrt this package can drive."""
+    """The library is not a libetrt (or libetrt_tools) this package can drive."""
 
 
 _SIGNATURES = {
@@ -82,7 +86,11 @@ _SIGNATURES = {
     "etrt_clear_default_load_options": (None, [ctypes.c_char_p]),
     "etrt_default_load_options": (ctypes.c_size_t, [ctypes.c_char_p, ctypes.c_size_t]),
     "etrt_default_load_options_reads": (ctypes.c_uint64, []),
-    # Version 2: the runtime's readers (etrt._reader).
+}
+
+# libetrt_tools (etrt._reader).
+_TOOLS_SIGNATURES = {
+    "etrt_tools_abi_version": (ctypes.c_uint32, []),
     "etrt_text_data": (ctypes.c_void_p, [ctypes.c_void_p]),
     "etrt_text_size": (ctypes.c_size_t, [ctypes.c_void_p]),
     "etrt_text_free": (None, [ctypes.c_void_p]),
@@ -92,42 +100,55 @@ _SIGNATURES = {
     "etrt_engine_describe": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]),
     "etrt_build_has_cuda": (ctypes.c_int, []),
     "etrt_device_memory": (ctypes.c_int, [ctypes.c_int32, ctypes.POINTER(ctypes.c_uint64)]),
-    # Version 3: the loader's resolution of a blob against its engine (etrt._reader.resolve_delegate).
+    # The loader's resolution of a blob against its engine (etrt._reader.resolve_delegate).
     "etrt_delegate_resolve": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]),
-    # Version 4: the runtime's byte-count rule (etrt._reader.parse_byte_count).
+    # The runtime's byte-count rule (etrt._reader.parse_byte_count).
     "etrt_parse_byte_count": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64)]),
-    # Version 5: a host engine's rule for arguments ExecuTorch placed on a device (etrt._reader.host_engine_binds).
+    # A host engine's rule for arguments ExecuTorch placed on a device (etrt._reader.host_engine_binds).
     "etrt_host_engine_binds": (ctypes.c_int, [ctypes.c_int32, ctypes.c_int32, ctypes.c_int, ctypes.c_char_p,
                                               ctypes.POINTER(ctypes.c_void_p)]),
 }
 
 
-class CApi:
-    """The functions of one loaded libetrt, typed. ``lib`` keeps it loaded."""
+class _Bound:
+    """The functions of one loaded library, typed, after its ABI version is checked. ``lib`` keeps it loaded."""
+
+    _LIBRARY = _VERSION_FN = _HEADER = ""
+    _VERSION = 0
+    _SIGNATURES: dict = {}
 
     def __init__(self, lib: ctypes.CDLL, path: str) -> None:
         self.lib = lib
         self.path = path
         try:
-            version_fn = lib.etrt_abi_version
+            version_fn = getattr(lib, self._VERSION_FN)
         except AttributeError:
-            raise AbiError(f"{path} has no etrt_abi_version(): it is not a libetrt with the C ABI "
-                           "(include/etrt/c_api.h); rebuild etrt") from None
+            raise AbiError(f"{path} has no {self._VERSION_FN}(): it is not a {self._LIBRARY} with the C ABI "
+                           f"({self._HEADER}); rebuild etrt") from None
         version_fn.restype = ctypes.c_uint32
         version_fn.argtypes = []
         self.abi_version = int(version_fn())
-        if self.abi_version != ABI_VERSION:
-            raise AbiError(f"{path} speaks etrt C ABI version {self.abi_version}, this Python package speaks "
-                           f"{ABI_VERSION}: install the etrt package and its native library together")
-        for name, (restype, argtypes) in _SIGNATURES.items():
+        if self.abi_version != self._VERSION:
+            raise AbiError(f"{path} speaks {self._LIBRARY} C ABI version {self.abi_version}, this Python package "
+                           f"speaks {self._VERSION}: install the etrt package and its native libraries together")
+        for name, (restype, argtypes) in self._SIGNATURES.items():
             try:
                 fn = getattr(lib, name)
             except AttributeError:
-                raise AbiError(f"{path} lacks {name}() of C ABI version {ABI_VERSION}; rebuild etrt") from None
+                raise AbiError(f"{path} lacks {name}() of {self._LIBRARY} C ABI version {self._VERSION}; rebuild "
+                               "etrt") from None
             fn.restype = restype
             fn.argtypes = argtypes
-            if name != "etrt_abi_version":  # self.abi_version is the number
+            if name != self._VERSION_FN:  # self.abi_version is the number
                 setattr(self, name[len("etrt_"):], fn)
+
+
+class CApi(_Bound):
+    """The functions of one loaded libetrt, typed. ``lib`` keeps it loaded."""
+
+    _LIBRARY, _VERSION_FN, _HEADER = "libetrt", "etrt_abi_version", "include/etrt/c_api.h"
+    _VERSION = ABI_VERSION
+    _SIGNATURES = _SIGNATURES
 
     # Small conveniences used by etrt.runtime and the tests.
 
@@ -138,6 +159,20 @@ class CApi:
 
     def last_error(self) -> str:
         return (self.last_error_message() or b"").decode("utf-8", errors="replace")
+
+    def defaults_text(self) -> str:
+        size = self.default_load_options(None, 0)
+        buffer = ctypes.create_string_buffer(size + 1)
+        self.default_load_options(buffer, size + 1)
+        return buffer.value.decode("utf-8", errors="replace")
+
+
+class ToolsApi(_Bound):
+    """The functions of one loaded libetrt_tools, typed. ``lib`` keeps it loaded."""
+
+    _LIBRARY, _VERSION_FN, _HEADER = "libetrt_tools", "etrt_tools_abi_version", "include/etrt/tools_c_api.h"
+    _VERSION = TOOLS_ABI_VERSION
+    _SIGNATURES = _TOOLS_SIGNATURES
 
     def read(self, which: str, data, size: Optional[int] = None):
         """``(code, text)`` of ``etrt_<which>`` (``blob_describe``, ``engine_describe``, ``delegate_resolve``) on
@@ -157,15 +192,9 @@ class CApi:
             self.text_free(handle)
         return text.decode("utf-8", errors="replace")
 
-    def defaults_text(self) -> str:
-        size = self.default_load_options(None, 0)
-        buffer = ctypes.create_string_buffer(size + 1)
-        self.default_load_options(buffer, size + 1)
-        return buffer.value.decode("utf-8", errors="replace")
-
 
 def load(path: str, mode: Optional[int] = None) -> CApi:
-    """Loads ``path`` (``RTLD_GLOBAL`` unless ``mode`` says otherwise) and binds its C ABI."""
+    """Loads the libetrt at ``path`` (``RTLD_GLOBAL`` unless ``mode`` says otherwise) and binds its C ABI."""
     try:
         lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL if mode is None else mode)
     except OSError as e:
@@ -175,3 +204,8 @@ def load(path: str, mode: Optional[int] = None) -> CApi:
                           "etrt") from e
         raise
     return CApi(lib, path)
+
+
+def load_tools(path: str) -> ToolsApi:
+    """Loads the libetrt_tools at ``path`` and binds its C ABI. It needs neither libetrt nor ExecuTorch."""
+    return ToolsApi(ctypes.CDLL(path), path)

@@ -1,18 +1,22 @@
-"""The runtime's readers, through libetrt's C ABI (``etrt_blob_describe``,
+"""The runtime's readers, through libetrt_tools' C ABI (``etrt_blob_describe``,
 ``etrt_engine_describe``, ``etrt_delegate_resolve``, and the rules
-``etrt_parse_byte_count`` and ``etrt_host_engine_binds``; ``include/etrt/c_api.h``,
-version 5).
+``etrt_parse_byte_count`` and ``etrt_host_engine_binds``;
+``include/etrt/tools_c_api.h``): the library built from the runtime's own
+sources for the tools, beside libetrt, so that libetrt holds production code
+only.
 
 ``etrt inspect``, ``etrt validate`` and every other reader of a blob or a
 GPU-free NvInfer engine in this package ask the runtime: the bytes go through
 ``src/blob``'s ``parse_blob`` and the GPU-free NvInfer's deserializer, the
 code a delegate load runs, so a tool refuses exactly what a load refuses, with
-its message (docs/architecture.md, "One rulebook"). Loading libetrt imports
-neither torch nor ExecuTorch's Python package.
+its message (docs/architecture.md, "One rulebook"). Loading libetrt_tools
+imports neither torch nor ExecuTorch's Python package, and needs neither
+libetrt nor ExecuTorch's runtime library.
 
-The library is the one :func:`etrt.native.library_path` names
-(``$ETRT_LIBRARY``, else the packaged one), else, in a source checkout, the
-CMake build's ``build/src/backend/libetrt.so``.
+The library is the one beside the libetrt :func:`etrt.native.library_path`
+names (:func:`etrt.native.tools_library_path`: ``$ETRT_LIBRARY``'s folder,
+else the packaged one), else, in a source checkout, the CMake build's
+``build/src/backend/libetrt_tools.so.0`` (beside ``libetrt.so``).
 """
 
 from __future__ import annotations
@@ -27,38 +31,40 @@ _API: Any = None
 
 
 class ReaderUnavailable(RuntimeError):
-    """No libetrt to read with (a pure-Python install, ``ETRT_NATIVE=0``)."""
+    """No libetrt_tools to read with (a pure-Python install, ``ETRT_NATIVE=0``)."""
 
 
 def _checkout_library() -> Optional[str]:
+    from .native import TOOLS_LIBRARY_NAME
+
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    path = os.path.join(root, "build", "src", "backend", "libetrt.so")
+    path = os.path.join(root, "build", "src", "backend", TOOLS_LIBRARY_NAME)
     return path if os.path.isfile(path) else None
 
 
 def api():
-    """The loaded C ABI (:class:`etrt._capi.CApi`); raises :class:`ReaderUnavailable`."""
+    """The loaded C ABI (:class:`etrt._capi.ToolsApi`); raises :class:`ReaderUnavailable`."""
     global _API
     with _LOCK:
         if _API is None:
             from . import _capi, native
 
-            path = native.library_path() or _checkout_library()
+            path = native.tools_library_path() or _checkout_library()
             if path is None:
                 raise ReaderUnavailable(
-                    "reading blobs and engines needs libetrt, the runtime's own reader, and none was found: install "
-                    "etrt with its native library (pip install ./python, without ETRT_NATIVE=0) or set "
-                    "ETRT_LIBRARY=/path/to/libetrt.so")
+                    "reading blobs and engines needs libetrt_tools, the runtime's own reader, and none was found: "
+                    "install etrt with its native libraries (pip install ./python, without ETRT_NATIVE=0), or set "
+                    f"ETRT_LIBRARY=/path/to/libetrt.so.0 with {native.TOOLS_LIBRARY_NAME} beside it")
             try:
-                _API = _capi.load(path)
+                _API = _capi.load_tools(path)
             except (OSError, _capi.AbiError) as e:
-                raise ReaderUnavailable(f"reading blobs and engines needs libetrt, and {path} cannot be used: {e}") \
-                    from None
+                raise ReaderUnavailable(f"reading blobs and engines needs libetrt_tools, and {path} cannot be used: "
+                                        f"{e}") from None
         return _API
 
 
 def available() -> bool:
-    """Whether a libetrt to read with can be loaded."""
+    """Whether a libetrt_tools to read with can be loaded."""
     try:
         api()
     except ReaderUnavailable:
@@ -109,7 +115,7 @@ def _read(which: str, data: Any, offset: int = 0, size: Optional[int] = None) ->
     if code == _capi.OK and text is not None:
         return json.loads(text)
     if text is None:
-        raise MemoryError(f"libetrt could not answer etrt_{which} on {size} bytes (code {code})")
+        raise MemoryError(f"libetrt_tools could not answer etrt_{which} on {size} bytes (code {code})")
     raise Refused(text, not_supported=code == _capi.E_NOT_SUPPORTED)
 
 
@@ -168,7 +174,7 @@ def host_engine_binds(device: str, is_input: bool, name: str) -> Optional[str]:
     if code == _capi.OK:
         return None
     if text is None:
-        raise MemoryError(f"libetrt could not answer etrt_host_engine_binds for {device} (code {code})")
+        raise MemoryError(f"libetrt_tools could not answer etrt_host_engine_binds for {device} (code {code})")
     return text
 
 

@@ -6,6 +6,7 @@ environment and installs it inside the package, as an install prefix::
 
     site-packages/etrt/_native/lib/libetrt.so.0                 RUNPATH $ORIGIN:$ORIGIN/../../../executorch/lib
     site-packages/etrt/_native/lib/libetrt_gpufree_nvinfer.so.0  (the GPU-free NvInfer, beside it)
+    site-packages/etrt/_native/lib/libetrt_tools.so.0           what the tools ask the runtime, beside it
     site-packages/etrt/_native/include/etrt/*.h                  the C++ and C API
     site-packages/etrt/_native/lib/cmake/etrt/                   find_package(etrt CONFIG)
 
@@ -36,10 +37,12 @@ __all__ = [
     "native_prefix",
     "read_elf_dynamic",
     "resolve_needed",
+    "tools_library_path",
 ]
 
 LIBRARY_NAME = "libetrt.so.0"
 NVINFER_NAME = "libetrt_gpufree_nvinfer.so.0"
+TOOLS_LIBRARY_NAME = "libetrt_tools.so.0"
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -83,6 +86,16 @@ def library_path() -> Optional[str]:
         return os.path.abspath(override)
     packaged = os.path.join(native_prefix(), "lib", LIBRARY_NAME)
     return packaged if os.path.isfile(packaged) else None
+
+
+def tools_library_path() -> Optional[str]:
+    """The libetrt_tools the tools load (:mod:`etrt._reader`): the one beside the libetrt :func:`library_path` names
+    (``$ETRT_LIBRARY``'s folder, else the packaged one), where every build and installation puts it; else None."""
+    library = library_path()
+    if library is None:
+        return None
+    beside = os.path.join(os.path.dirname(library), TOOLS_LIBRARY_NAME)
+    return beside if os.path.isfile(beside) else None
 
 
 def executorch_root() -> Optional[str]:
@@ -188,6 +201,7 @@ def _summary() -> Dict[str, object]:
     info = build_info()
     return {
         "library": library_path(),
+        "tools_library": tools_library_path(),
         "prefix": native_prefix(),
         "built_against_executorch": info.executorch_version if info else None,
         "etrt_version": info.etrt_version if info else None,

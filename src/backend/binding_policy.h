@@ -8,7 +8,7 @@
 // the host's memory, cudaDevAttrIntegrated) it also reaches pinned host memory by its host address, and pageable
 // host memory when the device says it can (cudaDevAttrPageableMemoryAccess). Memory the engine reaches is bound in
 // place when aligned; anything else it can use is staged: copied into an aligned buffer of the engine's own memory
-// (and back, for outputs and in-place inputs). The mechanism (device_cuda.cpp) asks CUDA where a tensor lives and
+// (and back, for outputs and in-place inputs). The mechanism (device_place_cuda.cpp) asks CUDA where a tensor lives and
 // what the device reaches; the glue (executor.cpp, staging.cpp) applies the answer. docs/design.md,
 // "Integrated GPUs".
 

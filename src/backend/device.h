@@ -4,7 +4,7 @@
 // A host engine (the GPU-free NvInfer's host mode) reads and writes
 // ExecuTorch's tensors in place; nothing here calls CUDA for it, in any build.
 // A device engine (TensorRT, the GPU-free NvInfer's CUDA mode) needs a stream
-// and device pointers. device_cuda.cpp (ETRT_WITH_CUDA) provides them:
+// and device pointers. device_*_cuda.cpp (ETRT_WITH_CUDA) provide them:
 //
 //  * the stream: the caller's (etrt::CudaStreamGuard, which is ExecuTorch's
 //    CallerStreamGuard in builds that have it), else cudaStreamPerThread. The
@@ -65,7 +65,7 @@ class DeviceBuffer {
   }
 
  private:
-  // Frees the memory the way allocate() got it: device_cuda.cpp or device_host.cpp.
+  // Frees the memory the way allocate() got it: device_memory_cuda.cpp or device_host.cpp.
   void release();
   engine::MemoryKind kind_ = engine::MemoryKind::kHost;
   void* data_ = nullptr;
@@ -73,7 +73,7 @@ class DeviceBuffer {
 };
 
 // The CUDA graph of one execution context's enqueue, for the profile, input shapes and bound addresses it was
-// captured with (device_cuda.cpp). Replayed only while the context is unchanged since the capture: TensorRT
+// captured with (device_graphs_cuda.cpp). Replayed only while the context is unchanged since the capture: TensorRT
 // reconfigures a context at the first enqueue after a switch, a new shape or a new address, and a graph keeps the
 // kernel arguments of the configuration it captured, so any change drops it (docs/cuda-graphs.md). Hence one per
 // context; context_per_profile keeps the decode context's graph across prefills, which run on another context.

@@ -79,7 +79,7 @@ Error DeviceCall::enqueue(engine::ExecutionContext& context, GraphSet* /*graphs*
 }
 
 Error DeviceCall::begin() {
-  (void)delegate_;  // names the delegate in device_cuda.cpp's log lines; nothing here logs
+  (void)delegate_;  // names the delegate in device_graphs_cuda.cpp's log lines; nothing here logs
   return Error::Ok;
 }
 

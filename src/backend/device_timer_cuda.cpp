@@ -2,14 +2,12 @@
 // cudaEventQuery says its stop event has completed.
 #include <cuda_runtime_api.h>
 
+#include "backend/device_cuda.h"
 #include "backend/device_timer.h"
 
 namespace etrt::backend {
 
 namespace {
-
-cudaEvent_t as_event(void* e) { return static_cast<cudaEvent_t>(e); }
-cudaStream_t as_stream(engine::StreamHandle s) { return static_cast<cudaStream_t>(s); }
 
 bool make_event(void** event) {
   if (*event != nullptr) return true;

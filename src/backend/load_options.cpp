@@ -2,7 +2,6 @@
 
 #include <array>
 #include <cstring>
-#include <limits>
 #include <variant>
 
 #include <executorch/runtime/platform/log.h>
@@ -127,20 +126,6 @@ Error apply_load_option(const RawOption& o, LoadOptions* options, Diagnostic& wh
               kOptionAutoSelect, kOptionAutoPolicy, kOptionProfileStrategy, kOptionWeightStreamingBudget,
               kOptionCudaGraphs, kOptionSharedScratch, kOptionEngineHostCode, kOptionPluginLibraries,
               kOptionShareEngine);
-}
-
-bool parse_byte_count(const char* text, size_t length, int64_t* bytes) {
-  if (text == nullptr || length == 0) return false;
-  int64_t value = 0;
-  for (size_t i = 0; i < length; ++i) {
-    const char c = text[i];
-    if (c < '0' || c > '9') return false;
-    const int64_t digit = c - '0';
-    if (value > (std::numeric_limits<int64_t>::max() - digit) / 10) return false;
-    value = value * 10 + digit;
-  }
-  *bytes = value;
-  return true;
 }
 
 Error apply_weight_streaming_spec(const void* value, size_t length, LoadOptions* options, Diagnostic& why) {

@@ -10,6 +10,7 @@
 #include <executorch/runtime/backend/options.h>
 #include <executorch/runtime/core/span.h>
 
+#include "common/byte_count.h"  // parse_byte_count: the weight_streaming_budget value
 #include "common/error.h"
 #include "etrt/profile_guard.h"
 
@@ -64,10 +65,6 @@ struct RawOption {
 // Applies `option` to `options`. Unknown keys are refused so that a typo in a
 // runner does not silently fall back to defaults: InvalidArgument, as is a value of the wrong type or out of range.
 [[nodiscard]] Error apply_load_option(const RawOption& option, LoadOptions* options, Diagnostic& why);
-
-// A byte count as the weight_streaming_budget compile spec and string load option carry it: one or more ASCII
-// decimal digits, nothing else, at most INT64_MAX. `text` need not be NUL-terminated.
-[[nodiscard]] bool parse_byte_count(const char* text, size_t length, int64_t* bytes);
 
 // Applies the weight_streaming_budget compile spec (`value`, `length` bytes) unless a load option already set the
 // budget (load options override compile specs). InvalidArgument when the value is malformed.

@@ -2,7 +2,7 @@
 // Staging buffers: one per delegate argument, made at load at the size the
 // argument can reach, through which etrt copies what TensorRT cannot take in
 // place. Device engines stage host memory and device memory that breaks
-// TensorRT's I/O alignment rule (engine::kIoAddressAlignment; device_cuda.cpp);
+// TensorRT's I/O alignment rule (engine::kIoAddressAlignment; device_call_cuda.cpp);
 // host engines (the GPU-free NvInfer implementation's host mode) stage only
 // what breaks the alignment rule -- ExecuTorch plans 16-byte alignment. The
 // pieces both builds share are here; no CUDA.
@@ -42,10 +42,13 @@ namespace etrt::backend {
 
 // Whether a host engine takes an argument ExecuTorch placed on `type` (its DeviceType; `index`, the device's index) at
 // all: Ok for host memory; for any device's memory the InvalidArgument bind_host returns at the call, naming the
-// argument and what to do. The rule bind_host applies, without a tensor: etrt validate asks it through the C ABI
-// (etrt_host_engine_binds), so the tools refuse what the call refuses, with its message.
+// argument and what to do. The rule bind_host applies, without a tensor: etrt validate asks it through the tools'
+// C ABI (etrt_host_engine_binds), so the tools refuse what the call refuses, with its message. host_engine_rule.cpp,
+// compiled into libetrt and libetrt_tools alike.
 [[nodiscard]] Error host_engine_binds(Diagnostic& why, executorch::runtime::etensor::DeviceType type, int index,
                                       bool is_input, const char* name);
+// The refusal itself, for a host engine's argument in memory of CUDA device `index`.
+[[nodiscard]] Error refuse_device_tensor_for_host_engine(Diagnostic& why, int index, bool is_input, const char* name);
 
 // After the enqueue: copies staged outputs back into their tensors (null entries skipped).
 void copy_back_host(DeviceState& state, executorch::aten::Tensor* const* tensors, size_t first_output, size_t count,

@@ -19,8 +19,8 @@ namespace etrt::blob {
 
 // Upper limits on what a blob may declare, far above any real engine (docs/limits.md says why each). The reader
 // checks each count before it builds anything sized by it; validate_metadata holds written metadata to the same
-// numbers. Python reads blobs through this reader (libetrt's etrt_blob_describe); python/etrt/blob/format.py repeats
-// the numbers only for its writer.
+// numbers. Python reads blobs through this reader (libetrt_tools' etrt_blob_describe); python/etrt/blob/format.py
+// repeats the numbers its writer and tools use, checked against these by tests/python/test_limits.py.
 inline constexpr size_t kMaxIoBindings = 16384;                 // io_bindings entries, and profile_signature.inputs
 inline constexpr size_t kMaxAliases = 16384;                    // aliased_io entries
 inline constexpr size_t kMaxStates = 16384;                     // delegate_state entries

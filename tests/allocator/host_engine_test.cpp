@@ -12,7 +12,7 @@
 
 #include "backend/device.h"
 #include "backend/staging.h"
-#include "etrt/c_api.h"
+#include "etrt/tools_c_api.h"
 
 namespace etrt::backend {
 namespace {
@@ -61,8 +61,8 @@ TEST(HostEngineDevicePlacement, ACudaTaggedOutputIsRefusedAndACpuOneBound) {
   EXPECT_EQ(copied.realigned, 0) << "bound in place: nothing copied";
 }
 
-// etrt validate asks libetrt's C ABI whether a host engine takes an argument placed on a device: the answer is the
-// call's own refusal, word for word, and an acceptance where the call binds.
+// etrt validate asks libetrt_tools' C ABI whether a host engine takes an argument placed on a device: the answer is
+// the call's own refusal, word for word, and an acceptance where the call binds.
 TEST(HostEngineDevicePlacement, TheToolsGetTheCallsRefusalThroughTheCAbi) {
   DeviceState state;
   Diagnostic why;

@@ -29,13 +29,17 @@ LINKED=("${BINARIES[@]/#/$BUILD/tests/contract/}")
 BENCH="$BUILD/bench/nvidia/etrt_bench_nvidia_decode"
 if [[ -x "$BENCH" ]]; then strip -o "$OUT/etrt_bench_nvidia_decode" "$BENCH"; LINKED+=("$BENCH"); fi
 # The real-LLM benchmark (bench/llm), when the build has it (NVIDIA's ONNX parser at TENSORRT_ROOT): the plan builder,
-# the runner, their Python side, the parser itself and the plugin library stub it loads (plugin_library_stub.cpp).
+# the runner, their Python side, the parser itself and the plugin library stub it loads (plugin_library_stub.cpp), and
+# libetrt_tools, which the packer reads blobs with (etrt pack; found beside libetrt, as run_llm.sh's ETRT_LIBRARY).
 LLM="$BUILD/bench/llm"
 if [[ -x "$LLM/etrt_bench_llm" && -x "$LLM/etrt_llm_build_plan" ]]; then
   mkdir -p "$OUT/llm"
   for b in etrt_bench_llm etrt_llm_build_plan; do strip -o "$OUT/$b" "$LLM/$b"; LINKED+=("$LLM/$b"); done
   cp -L "$LLM/libnvinfer_plugin.so.8" "$(ldd "$LLM/etrt_llm_build_plan" | awk '/libnvonnxparser/ {print $3}')" "$OUT/"
   cp "$ROOT"/bench/llm/*.py "$ROOT/bench/llm/run_llm.sh" "$OUT/llm/"
+  TOOLS_LIB="$BUILD/src/backend/libetrt_tools.so.0"
+  [[ -f "$TOOLS_LIB" ]] || { echo "make_nvidia_bundle.sh: $TOOLS_LIB is missing; build the etrt_tools target" >&2; exit 2; }
+  cp -L "$TOOLS_LIB" "$OUT/" && strip --strip-unneeded "$OUT/libetrt_tools.so.0"
 fi
 ldd "${LINKED[@]}" | awk '/=> \// {print $1, $3}' | sort -u | while read -r name path; do
   case "$name" in

@@ -43,6 +43,12 @@ def test_import_loads_the_packaged_library_sharing_executorchs_runtime(rt):
     info = native.build_info()
     assert info is not None and info.executorch_version == dist_version("executorch")
     assert native.read_elf_dynamic(rt.library_path()).runpath == ["$ORIGIN", "$ORIGIN/../../../executorch/lib"]
+    # The tools' library, beside it, where etrt._reader finds it; it needs neither libetrt nor ExecuTorch.
+    tools = native.tools_library_path()
+    assert tools == os.path.join(package, "_native", "lib", "libetrt_tools.so.0")
+    assert native.read_elf_dynamic(tools).runpath == ["$ORIGIN"]
+    assert "libexecutorch.so" not in native.read_elf_dynamic(tools).needed
+    assert _capi.load_tools(tools).abi_version == _capi.TOOLS_ABI_VERSION
 
 
 def test_the_package_exports_the_runtime_names_lazily(rt):

@@ -2,7 +2,8 @@
 #
 #   BUILD_DIR, PREFIX, CONSUMER_SRC, CONSUMER_BIN, EXECUTORCH_ROOT, GENERATOR, PTE, SANITIZE
 #   TENSORRT_ROOT (with SOURCE_DIR, BUILD_TYPE, CXX_COMPILER, CUDA_COMPILER, executorch_DIR): configure and build
-#     libetrt in BUILD_DIR against the TensorRT at TENSORRT_ROOT first, then install and consume it as below.
+#     libetrt (and libetrt_tools, installed beside it) in BUILD_DIR against the TensorRT at TENSORRT_ROOT first, then
+#     install and consume it as below.
 function(step)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
@@ -18,7 +19,7 @@ if(TENSORRT_ROOT)
        -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_CUDA_COMPILER=${CUDA_COMPILER} -Dexecutorch_DIR=${executorch_DIR}
        -DETRT_WITH_CUDA=ON -DTENSORRT_ROOT=${TENSORRT_ROOT} "-DETRT_SANITIZE=${SANITIZE}"
        -DETRT_BUILD_TESTS=OFF -DETRT_BUILD_BENCHMARKS=OFF -DETRT_BUILD_EXAMPLES=OFF)
-  step(${CMAKE_COMMAND} --build ${BUILD_DIR} --target etrt)
+  step(${CMAKE_COMMAND} --build ${BUILD_DIR} --target etrt etrt_tools)
 endif()
 
 file(REMOVE_RECURSE ${PREFIX} ${CONSUMER_BIN})

@@ -106,9 +106,10 @@ class CheckLayersTest(unittest.TestCase):
             self.assertEqual(rc, 1, out)
             self.assertIn("known wrong-way include src/backend/tensorrt_backend.cpp -> api/hook.h is gone", out)
 
-    def link_check(self, sources, rules=RULES):
+    def link_check(self, sources, rules=RULES, library=None):
         """Compiles `sources` (path -> C++ text) into objects, writes their compile_commands.json and runs the checker
-        with --build over them; returns (exit status, output)."""
+        with --build over them -- and, with `library` (some of the sources), links those into a shared library that
+        the checker gets as a production library (--library); returns (exit status, output)."""
         if shutil.which(TOOLS["cxx"]) is None or shutil.which(TOOLS["nm"]) is None:
             self.skipTest(f"needs {TOOLS['cxx']} and {TOOLS['nm']}")
         with tempfile.TemporaryDirectory() as tmp:
@@ -121,13 +122,18 @@ class CheckLayersTest(unittest.TestCase):
                 source.write_text(text)
                 output = f"objects/{rel}.o"
                 (build / output).parent.mkdir(parents=True, exist_ok=True)
-                command = [TOOLS["cxx"], "-c", str(source), "-o", output]
+                command = [TOOLS["cxx"], "-fPIC", "-c", str(source), "-o", output]
                 subprocess.run(command, cwd=build, check=True)
                 entries.append({"directory": str(build), "command": " ".join(command), "file": str(source),
                                 "output": output})
             (build / "compile_commands.json").write_text(json.dumps(entries))
+            extra = []
+            if library is not None:
+                subprocess.run([TOOLS["cxx"], "-shared", "-o", "libproduction.so"] +
+                               [f"objects/{rel}.o" for rel in library], cwd=build, check=True)
+                extra = ["--library", str(build / "libproduction.so")]
             done = subprocess.run([sys.executable, str(CHECKER), "--root", str(root), "--rules", str(rules),
-                                   "--build", str(build), "--nm", TOOLS["nm"]], capture_output=True, text=True)
+                                   "--build", str(build), "--nm", TOOLS["nm"]] + extra, capture_output=True, text=True)
         return done.returncode, done.stdout + done.stderr
 
     def test_a_call_downward_passes_at_link_level(self):
@@ -165,6 +171,20 @@ class CheckLayersTest(unittest.TestCase):
         self.assertEqual(rc, 1, out)
         self.assertIn("src/engine/engine.cpp: engine uses etrt_gpufree_createInferRuntime, defined only in "
                       "gpufree-src (link level)", out)
+
+    def test_a_production_library_may_export_no_tool_only_symbol(self):
+        # The tools' C ABI is their own library's; libetrt, built from the production layers alone, exports none of it.
+        sources = {
+            "src/tools/tools_c_api.cpp": 'extern "C" int etrt_blob_describe() { return 1; }\n',
+            "src/api/c_api.cpp": 'extern "C" int etrt_abi_version() { return 6; }\n',
+        }
+        rc, out = self.link_check(sources, library=["src/api/c_api.cpp"])
+        self.assertEqual(rc, 0, out)
+        self.assertIn("no tool-only symbol exported by", out)
+        rc, out = self.link_check(sources, library=["src/api/c_api.cpp", "src/tools/tools_c_api.cpp"])
+        self.assertEqual(rc, 1, out)
+        self.assertIn("libproduction.so: exports etrt_blob_describe, tool-only code (tools: src/tools/tools_c_api.cpp)",
+                      out)
 
     def test_a_malformed_rules_file_is_refused(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -44,11 +44,34 @@ def api() -> _capi.CApi:
 # The C ABI
 
 
-def test_the_library_speaks_abi_version_5_and_reports_its_version(api):
-    assert api.abi_version == _capi.ABI_VERSION == 5
+def test_the_library_speaks_abi_version_6_and_reports_its_version(api):
+    assert api.abi_version == _capi.ABI_VERSION == 6
     assert api.version().decode() == "0.1.0"
     header = (ROOT / "include" / "etrt" / "c_api.h").read_text()
-    assert "#define ETRT_ABI_VERSION 5" in header
+    assert "#define ETRT_ABI_VERSION 6" in header
+
+
+def test_the_tools_library_lies_beside_libetrt_speaks_its_own_abi_and_needs_neither_libetrt_nor_executorch():
+    tools = _library().parent / native.TOOLS_LIBRARY_NAME
+    assert tools.is_file(), f"the build puts libetrt_tools beside libetrt ({tools})"
+    api = _capi.load_tools(str(tools))
+    assert api.abi_version == _capi.TOOLS_ABI_VERSION == 1
+    header = (ROOT / "include" / "etrt" / "tools_c_api.h").read_text()
+    assert "#define ETRT_TOOLS_ABI_VERSION 1" in header
+    needed = native.read_elf_dynamic(str(tools)).needed
+    assert "libetrt.so.0" not in needed and "libexecutorch.so" not in needed
+    # libetrt carries none of the tools' C ABI: each of its functions is libetrt_tools' alone.
+    runtime = ctypes.CDLL(str(_library()))
+    for name in _capi._TOOLS_SIGNATURES:
+        assert hasattr(api.lib, name)
+        assert not hasattr(runtime, name), f"libetrt exports {name}, a tools' function"
+
+
+def test_the_tools_find_their_library_beside_the_libetrt_they_would_load(monkeypatch, tmp_path):
+    monkeypatch.setenv("ETRT_LIBRARY", str(tmp_path / native.LIBRARY_NAME))
+    assert native.tools_library_path() is None, "no libetrt_tools beside it"
+    (tmp_path / native.TOOLS_LIBRARY_NAME).write_bytes(b"")
+    assert native.tools_library_path() == str(tmp_path / native.TOOLS_LIBRARY_NAME)
 
 
 def test_the_library_loads_with_dlopen_after_other_libraries_use_static_tls(api):

@@ -5,7 +5,6 @@ arguments in the order the runtime binds them."""
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -108,13 +107,6 @@ class DelegateInfo:
             return None
         offset, size = self.engine_span
         return self.data[offset:offset + size]
-
-    @property
-    def reference_engine(self) -> Optional[GpufreeEngine]:
-        """Deprecated: the old name of :attr:`gpufree_engine` (docs/gpufree-nvinfer.md)."""
-        warnings.warn("DelegateInfo.reference_engine is deprecated; read DelegateInfo.gpufree_engine",
-                      DeprecationWarning, stacklevel=2)
-        return self.gpufree_engine
 
     @property
     def readable(self) -> bool:

@@ -31,7 +31,7 @@ def parse_byte_count(value: bytes) -> Optional[int]:
     compile spec: one or more ASCII decimal digits and nothing else (no sign,
     space, NUL or decimal point), at most 2^63 - 1 (``MAX_BYTE_COUNT``, for
     messages). None for anything else. The rule is the runtime's own, asked
-    through libetrt (``etrt_parse_byte_count``)."""
+    through libetrt_tools (``etrt_parse_byte_count``)."""
     from .. import _reader
 
     return _reader.parse_byte_count(value)

@@ -14,9 +14,9 @@ etrt appends two optional metadata keys, ``profile_signature`` and (last)
 ``delegate_state``. The writer is pure Python (no PyTorch, no numpy, no
 libetrt), so it runs wherever an exporter does, and writes the bytes the C++
 writer in ``src/blob/`` writes for the same metadata. The reader is the
-runtime's own (``parse_blob`` of ``src/blob/`` through libetrt's C ABI), which
-owns every rule; the writer asks it, where libetrt is loadable, to check what
-it wrote (docs/architecture.md, "One rulebook"). See ``docs/blob-format.md``.
+runtime's own (``parse_blob`` of ``src/blob/`` through libetrt_tools' C
+ABI), which owns every rule; the writer asks it, where libetrt_tools is
+loadable, to check what it wrote (docs/architecture.md, "One rulebook"). See ``docs/blob-format.md``.
 
 Modules:
 
@@ -35,8 +35,8 @@ from .reader import describe_blob, metadata_from_dict, parse_blob
 from .writer import metadata_to_json, validate_metadata, write_blob
 
 # Reachable here as before the split: the other constants.
-from .format import (HEADER_FORMAT, MAX_ALIASES, MAX_IO_BINDINGS, MAX_STATES, MAX_METADATA_SIZE, MAX_NAME_LENGTH,  # noqa: F401
-                     MAX_PROFILE_ENTRIES, MAX_PROFILES, MAX_SIGNATURE_RANK, MAX_SYMBOLIC_DIMS, RESERVED, escape_name)
+from .format import (HEADER_FORMAT, MAX_IO_BINDINGS, MAX_METADATA_SIZE, MAX_PROFILE_ENTRIES, MAX_PROFILES,  # noqa: F401
+                     RESERVED, escape_name)
 
 __all__ = [
     "ALIAS_KINDS",

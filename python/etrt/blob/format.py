@@ -1,6 +1,6 @@
 """The blob's format for the writer: header layout and magics, the limits the
 runtime's reader enforces (``src/blob``, which :func:`etrt.blob.parse_blob`
-calls through libetrt) as numbers the writer checks against,
+calls through libetrt_tools) as numbers the writer checks against,
 :class:`BlobError` and its message helpers, and the metadata dataclasses
 (:class:`Metadata` and what it holds)."""
 
@@ -24,19 +24,12 @@ ALIAS_KIND_USER = "user"
 # The kinds the runtime accepts; the readers keep any other kind so tools can
 # show it, and the runtime refuses the delegate at load.
 ALIAS_KINDS = (ALIAS_KIND_KV_CACHE_UPDATE, ALIAS_KIND_USER)
-# TensorRT's Dims holds at most 8 dimensions.
-MAX_SIGNATURE_RANK = 8
-# Upper limits (src/blob/metadata.h and blob.h, docs/limits.md): far above any
-# real engine. The reader checks each count before it builds anything sized by
-# it; validate_metadata holds written metadata to the same numbers.
+# Upper limits (src/blob/metadata.h and blob.h, docs/limits.md), the ones the writer and the tools use; the reader
+# (src/blob, through libetrt_tools) holds the rest. tests/python/test_limits.py checks each against its C++ constant.
 MAX_METADATA_SIZE = 16 * 2**20
 MAX_IO_BINDINGS = 16384  # io_bindings entries, and profile_signature.inputs
-MAX_ALIASES = 16384
-MAX_STATES = 16384  # delegate_state entries
 MAX_PROFILES = 256  # profile_signature.num_profiles
-MAX_SYMBOLIC_DIMS = 8 * MAX_IO_BINDINGS
 MAX_PROFILE_ENTRIES = 65536  # signature inputs x profiles, symbolic dims x profiles
-MAX_NAME_LENGTH = 4096  # bytes of a binding name or dtype, alias output/input/kind, signature names, state strings
 
 _INT64 = (-(2**63), 2**63 - 1)
 _INT32 = (-(2**31), 2**31 - 1)

@@ -1,5 +1,5 @@
 """Reading a blob (:func:`parse_blob`): the runtime's reader
-(``src/blob``'s ``parse_blob``, through libetrt's C ABI: :mod:`etrt._reader`),
+(``src/blob``'s ``parse_blob``, through libetrt_tools' C ABI: :mod:`etrt._reader`),
 so a tool refuses exactly what a delegate load refuses, with its message."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def metadata_from_dict(data: Dict[str, Any]) -> Metadata:
 
 def describe_blob(data: bytes) -> Dict[str, Any]:
     """The runtime's reading of a blob: the header fields and "metadata" (a dict); raises :class:`BlobError` with
-    the runtime's message, or :class:`etrt._reader.ReaderUnavailable` without libetrt."""
+    the runtime's message, or :class:`etrt._reader.ReaderUnavailable` without libetrt_tools."""
     from .. import _reader
 
     try:

@@ -1,6 +1,6 @@
 """Writing a blob: metadata to its canonical compact JSON
 (:func:`metadata_to_json`, checked by the runtime's reader through
-:func:`validate_metadata` where libetrt is loadable) and the header, padding
+:func:`validate_metadata` where libetrt_tools is loadable) and the header, padding
 and engine around it (:func:`write_blob`)."""
 
 from __future__ import annotations
@@ -74,10 +74,10 @@ def _check_utf8(value: Any, path: str) -> None:
 def validate_metadata(metadata: Metadata) -> None:
     """Raises BlobError for metadata the reader would refuse (the writer calls it).
 
-    The runtime's reader owns the rules: where libetrt is loadable, the
+    The runtime's reader owns the rules: where libetrt_tools is loadable, the
     metadata goes through it (in a blob around a one-byte engine) and its
     refusal is raised with its message, so writer and reader cannot drift.
-    Without libetrt (a pure-Python install) only the types are checked here,
+    Without libetrt_tools (a pure-Python install) only the types are checked here,
     and the reader applies the rest when the blob is loaded or validated."""
     try:
         data = _metadata_to_dict(metadata)

@@ -37,7 +37,7 @@ keys, c = values, d = positions). Tensor ids index one space: IO tensors
 first (engine order), then constants, then intermediates.
 
 The reader is the runtime's own: :func:`read_gpufree_engine` hands the
-bytes to libetrt's ``etrt_engine_describe``, which runs the GPU-free NvInfer's
+bytes to libetrt_tools' ``etrt_engine_describe``, which runs the GPU-free NvInfer's
 deserializer (``nvinfer/src/format.cpp``, ``validate()`` and the memory plan
 of ``nvinfer/src/model.cpp``: structure, the limits, shape inference at every
 profile's min, opt and max shapes, and the scratch), so it refuses exactly

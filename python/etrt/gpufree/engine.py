@@ -1,7 +1,7 @@
 """The decoded engine (:class:`GpufreeEngine`, :class:`GpufreeTensor`,
 :class:`GpufreeOp`) and :func:`read_gpufree_engine`, which asks the
 runtime's deserializer (the GPU-free NvInfer's ``deserialize_model`` and
-memory plan, through libetrt's ``etrt_engine_describe``) and builds one from
+memory plan, through libetrt_tools' ``etrt_engine_describe``) and builds one from
 its answer."""
 
 from __future__ import annotations
@@ -178,14 +178,14 @@ def engine_from_description(d: Dict[str, Any]) -> GpufreeEngine:
 
 def read_gpufree_engine(data: bytes, offset: int = 0, size: Optional[int] = None) -> GpufreeEngine:
     """Reads a GPU-free NvInfer engine with the runtime's own deserializer (through
-    libetrt), raising :class:`GpufreeEngineError` with the runtime's message
+    libetrt_tools), raising :class:`GpufreeEngineError` with the runtime's message
     for anything it refuses: a wrong magic or version, a payload size or
     checksum that does not match, unknown flags, dtypes or op kinds, counts
     above the limits or beyond the bytes present, trailing bytes, names that
     are empty, repeated, too long, not UTF-8 or hold a NUL, out-of-range tensor
     ids, a non-finite scale, shapes that do not flow through the ops at some
     profile's min, opt or max, and scratch memory above the limit. Raises
-    :class:`etrt._reader.ReaderUnavailable` where no libetrt can be loaded.
+    :class:`etrt._reader.ReaderUnavailable` where no libetrt_tools can be loaded.
     The engine is ``data[offset:offset + size]`` (all of ``data`` by default):
     a blob's engine section is read where it lies, not copied out."""
     from .. import _reader

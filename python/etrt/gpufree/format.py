@@ -30,7 +30,7 @@ OP_EMBEDDING, OP_ADD, OP_ADD_BIAS, OP_SCALE, OP_MATMUL, OP_IDENTITY, OP_KV_CACHE
 #: u8 kind + five i32 operands + f32 factor.
 OP_RECORD_SIZE = 1 + 5 * 4 + 4
 
-# The limits of nvinfer/src/model.h (docs/limits.md); kept equal by tests/vectors/engine.
+# The limits of nvinfer/src/model.h (docs/limits.md); tests/python/test_limits.py checks each against it.
 MAX_DIM = 2**31 - 1
 MAX_TENSOR_BYTES = 2**40
 MAX_SWITCH_COST_NS = 10_000_000_000

@@ -35,11 +35,16 @@
 #endif
 
 // The device-memory calls of 8.6 (createExecutionContextWithoutDeviceMemory, getDeviceMemorySize, setDeviceMemory).
+// Used in this header only: the adapter asks the constants and calls below, never the version.
 #define ETRT_TENSORRT_8 (NV_TENSORRT_MAJOR == 8)
 // getAliasedInputTensor and IKVCacheUpdateLayer first appear in TensorRT 10.15.
 #define ETRT_TENSORRT_HAS_ALIASES (NV_TENSORRT_MAJOR > 10 || (NV_TENSORRT_MAJOR == 10 && NV_TENSORRT_MINOR >= 15))
 
 namespace etrt::engine::tensorrt::nv {
+
+// What this version has at all: weight streaming (10.0+), and outputs TensorRT itself aliases to inputs (10.15+).
+inline constexpr bool kHasWeightStreaming = !ETRT_TENSORRT_8;
+inline constexpr bool kHasAliasedOutputs = ETRT_TENSORRT_HAS_ALIASES;
 
 // One extent of nvinfer1::Dims: int32_t before 10.0, int64_t since.
 using Extent = std::remove_reference_t<decltype(std::declval<nvinfer1::Dims&>().d[0])>;
@@ -96,16 +101,13 @@ inline nvinfer1::IExecutionContext* create_context(nvinfer1::ICudaEngine& engine
 #endif
 }
 
-// Whether execution contexts of `engine` may hold one optimization profile at once (TensorRT's profile sharing).
-// From 10.0 on always. TensorRT 8.6 has no query: an engine built with PreviewFeature::kPROFILE_SHARING_0806 gives a
-// second context profile 0 while a first holds it, one built without gives it none (-1), so two contexts without
-// memory are created and the second's profile read; call it while the engine has no other context. Any failure
-// answers false, which only costs a session its own engine. The GPU-free NvInfer models both and says which
-// (etrt_gpufree_engineSharesProfiles).
-inline bool shares_profiles(nvinfer1::ICudaEngine& engine) {
-#if defined(ETRT_NVINFER_GPU_FREE)
-  return etrt_gpufree_engineSharesProfiles(&engine);
-#elif ETRT_TENSORRT_8
+// Whether execution contexts of NVIDIA's `engine` may hold one optimization profile at once (TensorRT's profile
+// sharing). From 10.0 on always. TensorRT 8.6 has no query: an engine built with PreviewFeature::kPROFILE_SHARING_0806
+// gives a second context profile 0 while a first holds it, one built without gives it none (-1), so two contexts
+// without memory are created and the second's profile read; call it while the engine has no other context. Any
+// failure answers false, which only costs a session its own engine.
+inline bool probe_profile_sharing(nvinfer1::ICudaEngine& engine) {
+#if ETRT_TENSORRT_8
   std::unique_ptr<nvinfer1::IExecutionContext> first(create_context(engine, /*user_managed_memory=*/true));
   std::unique_ptr<nvinfer1::IExecutionContext> second(create_context(engine, /*user_managed_memory=*/true));
   return first != nullptr && second != nullptr && second->getOptimizationProfile() == 0;
@@ -180,11 +182,28 @@ inline int64_t weight_streaming_scratch_memory_size(const nvinfer1::ICudaEngine&
   return engine.getWeightStreamingScratchMemorySize();
 #endif
 }
-#if !ETRT_TENSORRT_8
-// False when TensorRT refuses the budget. (8.6 has nothing to call: the adapter refuses there.)
+// False when TensorRT refuses the budget. 8.6 has nothing to call (kHasWeightStreaming): the adapter refuses there
+// before asking, and this refuses too.
 inline bool set_weight_streaming_budget(nvinfer1::ICudaEngine& engine, int64_t bytes) {
+#if ETRT_TENSORRT_8
+  (void)engine;
+  (void)bytes;
+  return false;
+#else
   return engine.setWeightStreamingBudgetV2(bytes);
-}
 #endif
+}
+
+// The input TensorRT writes output `name` into (getAliasedInputTensor), or null: none, or a version without aliased
+// outputs (kHasAliasedOutputs).
+inline const char* aliased_input_tensor(const nvinfer1::ICudaEngine& engine, const char* name) {
+#if ETRT_TENSORRT_HAS_ALIASES
+  return engine.getAliasedInputTensor(name);
+#else
+  (void)engine;
+  (void)name;
+  return nullptr;
+#endif
+}
 
 }  // namespace etrt::engine::tensorrt::nv

@@ -69,13 +69,13 @@ Shape to_shape(const nvinfer1::Dims& d) {
 
 // Fills each output's aliased_input from the engine's own alias table.
 Error describe_aliases(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* io, Diagnostic& why) {
-#if ETRT_TENSORRT_HAS_ALIASES
+  if (!nv::kHasAliasedOutputs) return Error::Ok;
   std::unordered_map<std::string_view, int32_t> inputs;  // by name: linear in the number of IO tensors
   for (size_t i = 0; i < io->size(); ++i)
     if ((*io)[i].is_input) inputs.emplace((*io)[i].name, static_cast<int32_t>(i));
   for (TensorDesc& desc : *io) {
     if (desc.is_input) continue;
-    const char* input = engine.getAliasedInputTensor(desc.name.c_str());
+    const char* input = nv::aliased_input_tensor(engine, desc.name.c_str());
     if (input == nullptr) continue;
     const auto found = inputs.find(input);
     if (found != inputs.end()) desc.aliased_input = found->second;
@@ -85,11 +85,6 @@ Error describe_aliases(nvinfer1::ICudaEngine& engine, std::vector<TensorDesc>* i
                   desc.display_name.c_str(), escape_name(input).c_str());
     }
   }
-#else
-  (void)engine;
-  (void)io;
-  (void)why;
-#endif
   return Error::Ok;
 }
 

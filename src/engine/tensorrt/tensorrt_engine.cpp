@@ -1,10 +1,10 @@
 // The TensorRT adapter: the engine seam (engine.h) over NvInfer, the one path
 // by which etrt drives engines. Built against NVIDIA's TensorRT or against the
 // project's GPU-free NvInfer implementation (nvinfer/), from this same source;
-// the only differences are ETRT_NVINFER_GPU_FREE's two questions below:
-// whether an engine runs on the host, and whether deserializing needs the
-// engine's CUDA device current (deserializes_on_device()). Each method is a
-// thin translation: an IO index becomes the tensor name NvInfer wants, a Shape
+// the only differences are two questions it asks the implementation
+// (nvinfer_implementation.h): whether an engine runs on the host, and whether
+// deserializing needs the engine's CUDA device current
+// (deserializes_on_device()). Each method is a thin translation: an IO index becomes the tensor name NvInfer wants, a Shape
 // becomes Dims, and a failed call writes "<the NvInfer call>: <TensorRT's own
 // reason>" into the caller's Diagnostic (common/error.h).
 // The policy (which profile, whether a shape fits) lives in the backend and
@@ -18,6 +18,7 @@
 
 #include "engine/tensorrt/nvinfer_compat.h"
 #include "engine/tensorrt/nvinfer_errors.h"
+#include "engine/tensorrt/nvinfer_implementation.h"
 #include "engine/tensorrt/nvinfer_io.h"
 
 #include "common/shape_text.h"
@@ -256,17 +257,16 @@ class TensorRTEngine final : public Engine {
   int64_t weight_streaming_budget() const override { return nv::weight_streaming_budget(*loaded_->engine); }
 
   Error set_weight_streaming_budget(int64_t bytes, Diagnostic& why) override {
-#if ETRT_TENSORRT_8
-    return fail(why, Error::NotSupported,
-                "setWeightStreamingBudget(%lld): TensorRT 8.6 has no weight streaming (it arrived in 10.0); the "
-                "engine keeps all its weights on the device",
-                static_cast<long long>(bytes));
-#else
+    if (!nv::kHasWeightStreaming) {
+      return fail(why, Error::NotSupported,
+                  "setWeightStreamingBudget(%lld): TensorRT %d.%d has no weight streaming (it arrived in 10.0); the "
+                  "engine keeps all its weights on the device",
+                  static_cast<long long>(bytes), NV_TENSORRT_MAJOR, NV_TENSORRT_MINOR);
+    }
     const uint64_t mark = loaded_->logger.errors().mark();
     if (nv::set_weight_streaming_budget(*loaded_->engine, bytes)) return Error::Ok;
     return fail_since(why, Error::InvalidArgument, loaded_->logger.errors(), mark,
                       "setWeightStreamingBudgetV2(%lld) failed", static_cast<long long>(bytes));
-#endif
   }
 
 
@@ -366,24 +366,12 @@ Error deserialize(const void* data, size_t size, int64_t device_id, const Runtim
     return fail(why, Error::Internal, "the engine reports %d optimization profiles; TensorRT promises at least 1",
                 loaded->num_profiles);
   }
-#if defined(ETRT_NVINFER_GPU_FREE)
-  // The GPU-free implementation's host engines compute on the calling thread over host memory.
-  if (etrt_gpufree_engineRunsOnHost(loaded->engine.get())) loaded->memory_kind = MemoryKind::kHost;
-#endif
+  if (nv::runs_on_host(*loaded->engine)) loaded->memory_kind = MemoryKind::kHost;
   Error described = describe_io(*loaded->engine, &loaded->io, why);
   if (described == Error::Ok) described = describe_aliases(*loaded->engine, &loaded->io, why);
   if (described != Error::Ok) return described;
   *out = std::make_unique<TensorRTEngine>(std::move(loaded));
   return Error::Ok;
-}
-
-bool deserializes_on_device() {
-#if defined(ETRT_NVINFER_GPU_FREE)
-  // The GPU-free runtime deserializes anywhere; a CUDA-mode engine uploads its weights at context creation.
-  return false;
-#else
-  return true;
-#endif
 }
 
 }  // namespace etrt::engine::tensorrt

@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <string>
 
 #include "engine/engine.h"
 
@@ -43,15 +42,9 @@ struct RuntimeOptions {
 [[nodiscard]] Error deserialize(const void* data, size_t size, int64_t device_id, const RuntimeOptions& options,
                                 std::unique_ptr<Engine>* out, Diagnostic& why);
 
-// For tools (the C ABI's etrt_engine_describe): what deserialize() reads from `data`, as JSON in *text, when this
-// build runs NvInfer's GPU-free implementation and the bytes are one of its engines: the same decoder and checks,
-// and no context created, so an engine that needs CUDA is described on a build without it. InvalidArgument with the
-// refusal in *text for bytes the deserializer refuses; NotSupported (the reason in *text) for a build against
-// NVIDIA's TensorRT, whose plans are opaque; MemoryAllocationFailed when memory ran out.
-[[nodiscard]] Error describe_gpufree_engine(const void* data, size_t size, std::string* text);
-
 // True when deserialize() needs the engine's CUDA device current (NVIDIA's TensorRT deserializes onto the current
 // device). The GPU-free implementation never does, so CUDA builds load its host engines on machines without a GPU.
+// Answered by the implementation the build links (nvinfer_nvidia.cpp, nvinfer_gpufree.cpp).
 bool deserializes_on_device();
 
 }  // namespace etrt::engine::tensorrt

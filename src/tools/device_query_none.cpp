@@ -1,7 +1,7 @@
 // inspection.h, build without CUDA: no device to ask.
-#include "backend/inspection.h"
+#include "tools/inspection.h"
 
-namespace etrt::backend {
+namespace etrt::tools {
 
 bool built_with_cuda() { return false; }
 
@@ -10,4 +10,4 @@ Error device_memory(int device, uint64_t* bytes, Diagnostic& why) {
   return fail(why, Error::NotSupported, "this etrt was built without CUDA, so it cannot ask CUDA device %d", device);
 }
 
-}  // namespace etrt::backend
+}  // namespace etrt::tools

@@ -1,9 +1,9 @@
 // inspection.h, build with CUDA: what the machine's devices hold.
 #include <cuda_runtime_api.h>
 
-#include "backend/inspection.h"
+#include "tools/inspection.h"
 
-namespace etrt::backend {
+namespace etrt::tools {
 
 bool built_with_cuda() { return true; }
 
@@ -27,4 +27,4 @@ Error device_memory(int device, uint64_t* bytes, Diagnostic& why) {
   return Error::Ok;
 }
 
-}  // namespace etrt::backend
+}  // namespace etrt::tools

@@ -1,5 +1,6 @@
-// The runtime's readings for tools (inspection.h).
-#include "backend/inspection.h"
+// The runtime's readings for tools (inspection.h): a blob as parse_blob reads it, and a blob against its engine as
+// Delegate::load resolves them (backend/io_resolution.h).
+#include "tools/inspection.h"
 
 #include <memory>
 #include <new>
@@ -11,7 +12,12 @@
 #include "blob/json_text.h"
 #include "engine/tensorrt/tensorrt_engine.h"
 
-namespace etrt::backend {
+namespace etrt::tools {
+
+using backend::IoSlot;
+using backend::Resolution;
+using backend::ResolvedAlias;
+using backend::ResolvedState;
 
 namespace {
 
@@ -182,14 +188,10 @@ Error resolve_delegate(const void* data, size_t size, std::string* text) {
       *text = resolution_json(nullptr, parsed.metadata, r, why.c_str());
       return Error::Ok;
     }
-    const bool ok = resolve(*engine, parsed.metadata, &r, why) == Error::Ok;
+    const bool ok = backend::resolve(*engine, parsed.metadata, &r, why) == Error::Ok;
     *text = resolution_json(engine.get(), parsed.metadata, r, ok ? nullptr : why.c_str());
     return Error::Ok;
   });
 }
 
-Error describe_engine(const void* data, size_t size, std::string* text) {
-  return engine::tensorrt::describe_gpufree_engine(data, size, text);
-}
-
-}  // namespace etrt::backend
+}  // namespace etrt::tools

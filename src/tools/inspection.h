@@ -1,7 +1,8 @@
 #pragma once
-// What tools ask the runtime (the C ABI's etrt_blob_describe, etrt_engine_describe, etrt_device_memory): the
-// runtime's own reading of a blob and of an engine, so `etrt inspect` and `etrt validate` refuse exactly what a load
-// refuses, with its message. Not on any load or execute path; each call allocates what its answer needs.
+// What tools ask the runtime (libetrt_tools' C ABI, etrt/tools_c_api.h: etrt_blob_describe, etrt_engine_describe,
+// etrt_delegate_resolve, etrt_device_memory): the runtime's own reading of a blob and of an engine, so `etrt inspect`
+// and `etrt validate` refuse exactly what a load refuses, with its message. In libetrt_tools only, never in libetrt;
+// each call allocates what its answer needs.
 
 #include <cstddef>
 #include <cstdint>
@@ -9,7 +10,7 @@
 
 #include "common/error.h"
 
-namespace etrt::backend {
+namespace etrt::tools {
 
 // parse_blob (src/blob), then one JSON object in *text: "magic", "metadata_offset", "metadata_size",
 // "engine_offset", "engine_size", "blob_size", and "metadata", the parsed metadata as the writer embeds it
@@ -28,14 +29,20 @@ namespace etrt::backend {
 // TensorRT, which deserializes only on a GPU. Linear in the metadata and the engine's IO.
 [[nodiscard]] Error resolve_delegate(const void* data, size_t size, std::string* text);
 
-// The adapter's reading of a GPU-free NvInfer engine (engine::tensorrt::describe_gpufree_engine), its contract.
+// What the TensorRT adapter's deserialize() reads from `data`, as JSON in *text, when this build runs NvInfer's
+// GPU-free implementation and the bytes are one of its engines: the same decoder and checks, and no context created,
+// so an engine that needs CUDA is described on a build without it. InvalidArgument with the refusal in *text for
+// bytes the deserializer refuses; NotSupported (the reason in *text) for a build against NVIDIA's TensorRT, whose
+// plans are opaque; MemoryAllocationFailed when memory ran out. One source per NvInfer implementation, the one the
+// build links: engine_describe_gpufree.cpp, engine_describe_nvidia.cpp.
 [[nodiscard]] Error describe_engine(const void* data, size_t size, std::string* text);
 
-// Whether this libetrt was built with CUDA (ETRT_WITH_CUDA): device engines run only on such a build.
+// Whether this build (libetrt_tools and the libetrt beside it) has CUDA (ETRT_WITH_CUDA): device engines run only on
+// such a build. device_query_cuda.cpp, device_query_none.cpp.
 bool built_with_cuda();
 
 // The total memory of CUDA device `device` in *bytes. NotSupported (with the reason) on a build without CUDA, on a
 // machine without that device, or when CUDA cannot answer.
 [[nodiscard]] Error device_memory(int device, uint64_t* bytes, Diagnostic& why);
 
-}  // namespace etrt::backend
+}  // namespace etrt::tools

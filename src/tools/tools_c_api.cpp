@@ -1,12 +1,13 @@
-// The C ABI's readers (include/etrt/c_api.h, versions 2 to 5): thin glue over backend/inspection.h, the load
-// options' byte-count rule (backend/load_options.h) and a host engine's placement rule (backend/staging.h).
+// libetrt_tools' C ABI (include/etrt/tools_c_api.h): thin glue over inspection.h, the byte-count rule
+// (common/byte_count.h) and a host engine's placement rule (backend/staging.h host_engine_binds).
+#include "etrt/tools_c_api.h"
+
 #include <new>
 #include <string>
 
-#include "backend/inspection.h"
-#include "backend/load_options.h"
 #include "backend/staging.h"
-#include "etrt/c_api.h"
+#include "common/byte_count.h"
+#include "tools/inspection.h"
 
 struct etrt_text {
   std::string text;
@@ -36,6 +37,8 @@ int read(ReadFn fn, const void* data, size_t size, etrt_text** out) noexcept {
 
 extern "C" {
 
+uint32_t etrt_tools_abi_version(void) { return ETRT_TOOLS_ABI_VERSION; }
+
 const char* etrt_text_data(const etrt_text* text) { return text != nullptr ? text->text.c_str() : ""; }
 
 size_t etrt_text_size(const etrt_text* text) { return text != nullptr ? text->text.size() : 0; }
@@ -43,21 +46,20 @@ size_t etrt_text_size(const etrt_text* text) { return text != nullptr ? text->te
 void etrt_text_free(etrt_text* text) { delete text; }
 
 int etrt_blob_describe(const void* data, size_t size, etrt_text** out) {
-  return read(etrt::backend::describe_blob, data, size, out);
+  return read(etrt::tools::describe_blob, data, size, out);
 }
 
 int etrt_engine_describe(const void* data, size_t size, etrt_text** out) {
-  return read(etrt::backend::describe_engine, data, size, out);
+  return read(etrt::tools::describe_engine, data, size, out);
 }
 
 int etrt_delegate_resolve(const void* data, size_t size, etrt_text** out) {
-  return read(etrt::backend::resolve_delegate, data, size, out);
+  return read(etrt::tools::resolve_delegate, data, size, out);
 }
 
 int etrt_parse_byte_count(const void* data, size_t size, int64_t* bytes) {
   if (bytes == nullptr) return ETRT_E_INVALID_ARGUMENT;
-  return etrt::backend::parse_byte_count(static_cast<const char*>(data), size, bytes) ? ETRT_OK
-                                                                                      : ETRT_E_INVALID_ARGUMENT;
+  return etrt::parse_byte_count(static_cast<const char*>(data), size, bytes) ? ETRT_OK : ETRT_E_INVALID_ARGUMENT;
 }
 
 int etrt_host_engine_binds(int32_t device_type, int32_t device_index, int is_input, const char* name,
@@ -84,12 +86,12 @@ int etrt_host_engine_binds(int32_t device_type, int32_t device_index, int is_inp
   return ETRT_E_FAILED;
 }
 
-int etrt_build_has_cuda(void) { return etrt::backend::built_with_cuda() ? 1 : 0; }
+int etrt_build_has_cuda(void) { return etrt::tools::built_with_cuda() ? 1 : 0; }
 
 int etrt_device_memory(int32_t device, uint64_t* bytes) {
   if (bytes == nullptr) return ETRT_E_INVALID_ARGUMENT;
   etrt::Diagnostic why;
-  return etrt::backend::device_memory(device, bytes, why) == etrt::Error::Ok ? ETRT_OK : ETRT_E_NOT_SUPPORTED;
+  return etrt::tools::device_memory(device, bytes, why) == etrt::Error::Ok ? ETRT_OK : ETRT_E_NOT_SUPPORTED;
 }
 
 }  // extern "C"
