@@ -205,7 +205,7 @@ class MedianReporter final : public benchmark::ConsoleReporter {
       std::printf("%-8s context_per_profile / switch, alternate: %.2fx\n", io, sw > 0 ? cpp / sw : 0.0);
     }
     // Per forward() with device IO on an unchanged profile, the calls each side makes (reference CUDA mode,
-    // reference_context.cpp; backend, src/backend/device_call_cuda.cpp), priced with the api/ rows.
+    // reference_context.cpp; backend, src/backend/device/device_call_cuda.cpp), priced with the api/ rows.
     const double launch = time("api/launch_empty_kernel"), memset = time("api/cudaMemsetAsync_1B"),
                  record = time("api/cudaEventRecord"), pointer = time("api/cudaPointerGetAttributes_device"),
                  stream_device = time("api/cudaStreamGetDevice"), get_device = time("api/cudaGetDevice"),

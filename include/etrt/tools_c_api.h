@@ -95,7 +95,8 @@ ETRT_C_API int etrt_device_memory(int32_t device, uint64_t* bytes);
 /**
  * A byte count as the runtime reads the weight_streaming_budget compile spec and load option: `size`
  * bytes at `data`, one or more ASCII decimal digits and nothing else (no sign, space, NUL or decimal point), at most
- * 2^63 - 1 (src/common/byte_count.h). ETRT_OK with the count in *bytes; ETRT_E_INVALID_ARGUMENT for anything else or a null `bytes`.
+ * 2^63 - 1 (src/common/byte_count.h). ETRT_OK with the count in *bytes; ETRT_E_INVALID_ARGUMENT for anything else or a
+ * null `bytes`.
  */
 ETRT_C_API int etrt_parse_byte_count(const void* data, size_t size, int64_t* bytes);
 
@@ -103,10 +104,10 @@ ETRT_C_API int etrt_parse_byte_count(const void* data, size_t size, int64_t* byt
  * Whether a host engine (the GPU-free NvInfer's host mode) takes a delegate argument ExecuTorch placed on
  * `device_type` (ExecuTorch's DeviceType: 0 CPU, 1 CUDA) at index `device_index` -- every argument of a delegate
  * exported with a target_device compile spec is placed on that device. The rule and message a call
- * applies before reading the argument (src/backend/staging.h host_engine_binds, host_engine_rule.cpp); `is_input` and `name` word the
- * message. ETRT_OK (*out null): the engine binds it; ETRT_E_FAILED: *out is the refusal the call returns, without
- * the "TensorRT delegate <method>#<n>: " prefix. ETRT_E_INVALID_ARGUMENT (*out null) for a null `out` or `name`, or a
- * device type ExecuTorch does not have; ETRT_E_NO_MEMORY (*out null) when memory ran out.
+ * applies before reading the argument (src/backend/device/staging.h host_engine_binds, host_engine_rule.cpp);
+ * `is_input` and `name` word the message. ETRT_OK (*out null): the engine binds it; ETRT_E_FAILED: *out is the refusal
+ * the call returns, without the "TensorRT delegate <method>#<n>: " prefix. ETRT_E_INVALID_ARGUMENT (*out null) for a
+ * null `out` or `name`, or a device type ExecuTorch does not have; ETRT_E_NO_MEMORY (*out null) when memory ran out.
  */
 ETRT_C_API int etrt_host_engine_binds(int32_t device_type, int32_t device_index, int is_input, const char* name,
                                       etrt_text** out);

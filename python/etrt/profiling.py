@@ -22,9 +22,9 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Iterable, List, Tuple, Union
 
-#: The delegate events, in the order an execution logs them (src/backend/execution_trace.h: change both together).
-#: Every execution that passes the profile choice logs "set shapes", "stage inputs", "enqueue" and "copy back";
-#: "profile switch" only when it changed profile; "device time" only on a device engine.
+#: The delegate events, in the order an execution logs them (src/backend/execute/execution_trace.h: change both
+#: together). Every execution that passes the profile choice logs "set shapes", "stage inputs", "enqueue" and "copy
+#: back"; "profile switch" only when it changed profile; "device time" only on a device engine.
 EVENT_NAMES: Tuple[str, ...] = (
     "etrt profile choice",
     "etrt profile switch",

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/counters.h"
-#include "backend/default_load_options.h"
+#include "backend/glue/counters.h"
+#include "backend/glue/default_load_options.h"
 #include "etrt/options.h"
 #include "etrt/profile_guard.h"
 #include "etrt/report.h"

@@ -2,8 +2,8 @@
 
 #include "etrt/state.h"
 
-#include "backend/delegate_state.h"
-#include "backend/last_error.h"
+#include "backend/glue/last_error.h"
+#include "backend/registry/delegate_state.h"
 #include "etrt/report.h"
 
 namespace etrt {

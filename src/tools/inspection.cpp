@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/io_resolution.h"
+#include "backend/rules/io_resolution.h"
 #include "blob/blob.h"
 #include "blob/json_text.h"
 #include "engine/tensorrt/tensorrt_engine.h"

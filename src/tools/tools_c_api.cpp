@@ -5,7 +5,7 @@
 #include <new>
 #include <string>
 
-#include "backend/staging.h"
+#include "backend/device/staging.h"
 #include "common/byte_count.h"
 #include "tools/inspection.h"
 

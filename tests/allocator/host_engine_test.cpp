@@ -10,8 +10,8 @@
 
 #include <executorch/runtime/core/portable_type/tensor_impl.h>
 
-#include "backend/device.h"
-#include "backend/staging.h"
+#include "backend/device/device.h"
+#include "backend/device/staging.h"
 #include "etrt/tools_c_api.h"
 
 namespace etrt::backend {

@@ -1,7 +1,7 @@
-// The registration policy of etrt's CUDA device allocator (src/backend/cuda_allocator_policy.h): pure, no GPU.
+// The registration policy of etrt's CUDA device allocator (src/backend/policy/cuda_allocator_policy.h): pure, no GPU.
 #include <gtest/gtest.h>
 
-#include "backend/cuda_allocator_policy.h"
+#include "backend/policy/cuda_allocator_policy.h"
 
 namespace etrt::backend {
 namespace {

@@ -1,10 +1,10 @@
-// Where an engine gets each argument's memory (src/backend/binding_policy.h): pure, no GPU. The integrated-GPU path
-// is decided here from the device's traits, so these cases are the spec the CUDA mechanism (device_place_cuda.cpp,
+// Where an engine gets each argument's memory (src/backend/policy/binding_policy.h): pure, no GPU. The integrated-GPU
+// path is decided here from the device's traits, so these cases are the spec the CUDA mechanism (device_place_cuda.cpp,
 // asked on an H200 made to report itself integrated: tests/gpu/integrated_cuda_test.cpp) and the host engines' glue
 // (staging.cpp, through Module: module_bytes_test.cpp) follow.
 #include <gtest/gtest.h>
 
-#include "backend/binding_policy.h"
+#include "backend/policy/binding_policy.h"
 
 namespace etrt::backend {
 namespace {

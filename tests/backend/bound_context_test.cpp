@@ -1,16 +1,16 @@
-// A bound context keeps what its engine context holds by itself (src/backend/bound_context.h): every call that gives
-// the context something drops what it no longer knows, so the executor never lowers a level by hand. These tests drive
-// one BoundContext over a recording engine context and check which engine calls it makes, and what it then lets the
-// next execution skip or repeat.
+// A bound context keeps what its engine context holds by itself (src/backend/execute/bound_context.h): every call that
+// gives the context something drops what it no longer knows, so the executor never lowers a level by hand. These tests
+// drive one BoundContext over a recording engine context and check which engine calls it makes, and what it then lets
+// the next execution skip or repeat.
 
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <vector>
 
-#include "backend/bound_context.h"
-#include "backend/device.h"
-#include "backend/plan.h"
+#include "backend/device/device.h"
+#include "backend/execute/bound_context.h"
+#include "backend/execute/plan.h"
 
 namespace etrt::backend {
 namespace {

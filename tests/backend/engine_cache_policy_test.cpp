@@ -1,12 +1,12 @@
-// The engine cache's pure part (src/backend/engine_cache_policy.h): which loads are one engine, and when a load may
-// share one.
+// The engine cache's pure part (src/backend/policy/engine_cache_policy.h): which loads are one engine, and when a load
+// may share one.
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
 
-#include "backend/engine_cache_policy.h"
+#include "backend/policy/engine_cache_policy.h"
 
 namespace etrt::backend {
 namespace {

@@ -1,5 +1,5 @@
-// The plan's arguments (src/backend/plan.h): each engine IO tensor bound, by its kind, to the caller's tensor, a
-// delegate-owned state or the input an output is written into, and the call's arity counted from the kinds once at
+// The plan's arguments (src/backend/execute/plan.h): each engine IO tensor bound, by its kind, to the caller's tensor,
+// a delegate-owned state or the input an output is written into, and the call's arity counted from the kinds once at
 // load, so that no execution counts states or aliases again.
 
 #include <gtest/gtest.h>
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/io_slot.h"
-#include "backend/plan.h"
+#include "backend/execute/plan.h"
+#include "backend/rules/io_slot.h"
 
 namespace etrt::backend {
 namespace {

@@ -1,9 +1,9 @@
-// The shared scratch pool's policy (src/backend/scratch_pool_policy.h): pure, so every rule is checked here without
-// an engine, a device or ExecuTorch.
+// The shared scratch pool's policy (src/backend/policy/scratch_pool_policy.h): pure, so every rule is checked here
+// without an engine, a device or ExecuTorch.
 
 #include <gtest/gtest.h>
 
-#include "backend/scratch_pool_policy.h"
+#include "backend/policy/scratch_pool_policy.h"
 
 namespace {
 

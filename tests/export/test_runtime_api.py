@@ -245,7 +245,7 @@ def _load_with(rt, path, **options):
         method = load_method(path)
     if rt._api.default_load_options_reads() == reads:
         pytest.skip("this libetrt's backend does not read the default load options yet (the hook in "
-                    "src/backend/tensorrt_backend.cpp init)")
+                    "src/backend/glue/tensorrt_backend.cpp init)")
     return method
 
 

@@ -1,5 +1,5 @@
-// The integrated-GPU path (src/backend/binding_policy.h, docs/design.md "Integrated GPUs") on the GPU the suite runs
-// on, made to report itself integrated to libetrt (integrated_device.h: cudaDeviceGetAttribute interposed, nothing
+// The integrated-GPU path (src/backend/policy/binding_policy.h, docs/design.md "Integrated GPUs") on the GPU the suite
+// runs on, made to report itself integrated to libetrt (integrated_device.h: cudaDeviceGetAttribute interposed, nothing
 // in libetrt): pinned host memory the device maps at its host address is bound in place -- no staging, 0 bytes
 // host to device or back -- while pageable host memory (the simulated device cannot read it) and misaligned pinned
 // memory are still staged. The GPU-free NvInfer's CUDA mode refuses an enqueue bound to host memory the device

@@ -1,6 +1,6 @@
 #pragma once
 // Makes the GPU the suite runs on report itself integrated to libetrt (test tooling, GPU suite only), so the
-// integrated-GPU path (src/backend/binding_policy.h) runs on a discrete GPU such as the H200.
+// integrated-GPU path (src/backend/policy/binding_policy.h) runs on a discrete GPU such as the H200.
 //
 // The test executable that links integrated_device.cpp defines cudaDeviceGetAttribute itself and exports it
 // (ENABLE_EXPORTS), so libetrt's calls bind to that definition first, as cuda_faults.cpp does for its calls. While

@@ -5,7 +5,7 @@
 // CUDA graph captured against the old buffer is dropped when the pool grows; two sessions on two threads, each on a
 // stream of its own, compute correctly. The host-engine cases are tests/backend/module_scratch_test.cpp.
 //
-// A pool serves one load (scratch_pool.h; load_scope() in src/backend/delegate.h: the method allocator, one per
+// A pool serves one load (scratch_pool.h; load_scope() in src/backend/glue/delegate.h: the method allocator, one per
 // Module), so what shares one here is the methods of one Module; sessions (Modules made from one loaded Program) hold
 // a pool each.
 

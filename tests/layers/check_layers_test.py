@@ -26,9 +26,9 @@ RULES = ROOT / "tools" / "layers.txt"
 # none today).
 KNOWN_FILES = {
     "src/api/hook.h": "",
-    "src/backend/tensorrt_backend.cpp": '#include "api/hook.h"\n',
+    "src/backend/glue/tensorrt_backend.cpp": '#include "api/hook.h"\n',
 }
-KNOWN_LINE = "known src/backend/tensorrt_backend.cpp api/hook.h\n"
+KNOWN_LINE = "known src/backend/glue/tensorrt_backend.cpp api/hook.h\n"
 
 
 class CheckLayersTest(unittest.TestCase):
@@ -44,7 +44,7 @@ class CheckLayersTest(unittest.TestCase):
 
     def test_a_downward_include_passes(self):
         rc, out = self.run_on({
-            "src/backend/delegate.h": '#include "profile/profile_table.h"\n',
+            "src/backend/glue/delegate.h": '#include "profile/profile_table.h"\n',
             "src/profile/profile_table.h": '#include "common/shape.h"\n#include <vector>\n',
             "src/common/shape.h": "",
         })
@@ -52,11 +52,11 @@ class CheckLayersTest(unittest.TestCase):
 
     def test_an_upward_include_fails_naming_file_line_layers_and_header(self):
         rc, out = self.run_on({
-            "src/profile/selection.cpp": '// policy\n#include <vector>\n  #  include "backend/delegate.h"\n',
-            "src/backend/delegate.h": "",
+            "src/profile/selection.cpp": '// policy\n#include <vector>\n  #  include "backend/glue/delegate.h"\n',
+            "src/backend/glue/delegate.h": "",
         })
         self.assertEqual(rc, 1, out)
-        self.assertIn("src/profile/selection.cpp:3: profile may not include backend (backend/delegate.h)", out)
+        self.assertIn("src/profile/selection.cpp:3: profile may not include backend (backend/glue/delegate.h)", out)
 
     def test_an_include_beside_the_file_is_resolved_there(self):
         rc, out = self.run_on({
@@ -74,8 +74,8 @@ class CheckLayersTest(unittest.TestCase):
         rc, out = self.run_on({**files, "src/engine/engine.h": "#include <NvInferRuntime.h>\n"})
         self.assertEqual(rc, 1, out)
         self.assertIn("src/engine/engine.h:1: engine may not include nvinfer (NvInferRuntime.h)", out)
-        rc, out = self.run_on({**files, "src/backend/device.h": "#include <NvInferRuntime.h>\n"})
-        self.assertIn("src/backend/device.h:1: backend may not include nvinfer (NvInferRuntime.h)", out)
+        rc, out = self.run_on({**files, "src/backend/device/device.h": "#include <NvInferRuntime.h>\n"})
+        self.assertIn("src/backend/device/device.h:1: backend-device may not include nvinfer (NvInferRuntime.h)", out)
 
     def test_public_headers_stand_alone(self):
         rc, out = self.run_on({"include/etrt/options.h": '#include "common/shape.h"\n', "src/common/shape.h": ""})
@@ -100,11 +100,11 @@ class CheckLayersTest(unittest.TestCase):
             self.assertEqual(rc, 1, out)  # the project's rules: a wrong-way include
             rc, out = self.run_on(KNOWN_FILES, rules=rules)
             self.assertEqual(rc, 0, out)
-            self.assertIn("note: known wrong-way include, still to fix: src/backend/tensorrt_backend.cpp:1: "
+            self.assertIn("note: known wrong-way include, still to fix: src/backend/glue/tensorrt_backend.cpp:1: "
                           "backend may not include api (api/hook.h)", out)
-            rc, out = self.run_on({**KNOWN_FILES, "src/backend/tensorrt_backend.cpp": ""}, rules=rules)
+            rc, out = self.run_on({**KNOWN_FILES, "src/backend/glue/tensorrt_backend.cpp": ""}, rules=rules)
             self.assertEqual(rc, 1, out)
-            self.assertIn("known wrong-way include src/backend/tensorrt_backend.cpp -> api/hook.h is gone", out)
+            self.assertIn("known wrong-way include src/backend/glue/tensorrt_backend.cpp -> api/hook.h is gone", out)
 
     def link_check(self, sources, rules=RULES, library=None):
         """Compiles `sources` (path -> C++ text) into objects, writes their compile_commands.json and runs the checker
@@ -147,11 +147,11 @@ class CheckLayersTest(unittest.TestCase):
         # Declared where the backend may look (no include shows anything wrong), defined in the layer above it.
         rc, out = self.link_check({
             "src/api/c_api.cpp": "namespace etrt::backend { void apply_defaults(int*) {} }\n",
-            "src/backend/load_options.cpp":
+            "src/backend/glue/load_options.cpp":
                 "namespace etrt::backend { void apply_defaults(int*); void read() { apply_defaults(nullptr); } }\n",
         })
         self.assertEqual(rc, 1, out)
-        self.assertIn("src/backend/load_options.cpp: backend uses etrt::backend::apply_defaults(int*), defined only "
+        self.assertIn("src/backend/glue/load_options.cpp: backend uses etrt::backend::apply_defaults(int*), defined only "
                       "in api (link level)", out)
 
     def test_a_library_behind_another_layers_headers_counts_as_that_layer(self):

@@ -37,11 +37,11 @@ def test_the_parser_keeps_text_that_is_not_json():
 
 
 def test_the_event_names_are_the_ones_the_delegate_logs():
-    # src/backend/execution_trace.h (kTraceStepNames, kTraceDeviceTimeName), in order.
+    # src/backend/execute/execution_trace.h (kTraceStepNames, kTraceDeviceTimeName), in order.
     import re
     from pathlib import Path
 
-    header = (Path(__file__).resolve().parents[2] / "src" / "backend" / "execution_trace.h").read_text()
+    header = (Path(__file__).resolve().parents[2] / "src" / "backend" / "execute" / "execution_trace.h").read_text()
     steps = header[header.index("kTraceStepNames[]"):header.index("};", header.index("kTraceStepNames[]"))]
     device = re.search(r'kTraceDeviceTimeName\[\] = "([^"]+)"', header).group(1)
     assert tuple(re.findall(r'"([^"]+)"', steps)) + (device,) == EVENT_NAMES

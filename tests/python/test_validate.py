@@ -235,7 +235,7 @@ def test_signature_agreeing_with_the_gpufree_engine_passes_and_disagreeing_fails
     lying = Signature.from_bounds({"ids": [B.DECODE, B.prefill(256, 2, 64)]}, {"seq_len": [("ids", 1)]})
     (e,) = validate_program(_ref_program(lying, planned=256)).errors
     assert e.code == "signature-engine-mismatch"
-    # The runtime's own check (src/backend/signature_check.cpp), with its message.
+    # The runtime's own check (src/backend/rules/signature_check.cpp), with its message.
     assert "gives input 'ids' a profile 1 max of [1,256], but the engine's is [1,128]" in e.message
     assert "(signature: min [1,2] opt [1,64] max [1,256]; engine: min [1,2] opt [1,64] max [1,128])" in e.message
     three = Signature.from_bounds({"ids": [B.DECODE, B.prefill(128, 2, 64), B.prefill(128, 2, 64)]})

@@ -1,6 +1,6 @@
-// DelegateLock (src/backend/delegate_lock.h), the lock that serializes one delegate's executions: mutual exclusion
-// under contention, waiters that sleep while the holder takes its time, and every waiter woken in the end. Built
-// into the stress test, so the ThreadSanitizer build checks it too.
+// DelegateLock (src/backend/execute/delegate_lock.h), the lock that serializes one delegate's executions: mutual
+// exclusion under contention, waiters that sleep while the holder takes its time, and every waiter woken in the end.
+// Built into the stress test, so the ThreadSanitizer build checks it too.
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend/delegate_lock.h"
+#include "backend/execute/delegate_lock.h"
 
 namespace {
 

@@ -412,8 +412,8 @@ TEST_P(Stress, SessionsOverOneEngineRunOnWhileOneFailsAndAnotherComesAndGoes) {
 // ---- loads sharing one method allocator, and so one scratch pool (load option shared_scratch) ----
 
 // A method allocator that several loads of one Program share -- a runner's own arena -- which makes them one scope
-// for etrt (load_scope() in src/backend/delegate.h: one scratch pool, one set of delegate-owned states), as the methods
-// of one Module are. ExecuTorch's MallocMemoryAllocator behind a mutex: Methods are loaded on several threads.
+// for etrt (load_scope() in src/backend/glue/delegate.h: one scratch pool, one set of delegate-owned states), as the
+// methods of one Module are. ExecuTorch's MallocMemoryAllocator behind a mutex: Methods are loaded on several threads.
 class SharedArena final : public et::MemoryAllocator {
  public:
   SharedArena() : et::MemoryAllocator(0, nullptr) {}
