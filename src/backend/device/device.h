@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -207,9 +208,13 @@ class DeviceCall {
   DeviceCall(const DeviceCall&) = delete;
   DeviceCall& operator=(const DeviceCall&) = delete;
 
+  // Where begin() finds the caller's stream: etrt::current_cuda_stream (etrt/stream_guard.h), which the glue
+  // implements and the executor hands in; asked only by a device engine's call.
+  using CallerStream = std::optional<void*> (*)() noexcept;
+
   // Decision 6's "wait for the previous in-flight work" (docs/design.md): makes the delegate's device current, takes
   // the caller's stream and orders it after the delegate's in-flight event.
-  [[nodiscard]] Error begin();
+  [[nodiscard]] Error begin(CallerStream caller_stream);
   engine::StreamHandle stream() const { return stream_; }
 
   // Something that may run on the device was issued on stream() (a switch, an enqueue): end() must record it.

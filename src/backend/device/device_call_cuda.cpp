@@ -12,7 +12,6 @@
 #include "backend/device/staging.h"
 #include "backend/policy/scratch_pool_policy.h"
 #include "common/error.h"
-#include "etrt/stream_guard.h"
 
 namespace etrt::backend {
 
@@ -46,11 +45,11 @@ void DeviceCall::pass_scratch_turn(ScratchTurn* turn) const {
 
 // ---- one execution ----
 
-Error DeviceCall::begin() {
+Error DeviceCall::begin(CallerStream caller_stream) {
   if (!state_.device) return Error::Ok;
   // Without the range check only CUDA itself can fail here.
   if (device_.activate(state_.device_id, why_, /*check_range=*/false) != Error::Ok) return Error::Internal;
-  const std::optional<void*> caller = current_cuda_stream();
+  const std::optional<void*> caller = caller_stream();
   cudaStream_t stream = caller ? static_cast<cudaStream_t>(*caller) : cudaStreamPerThread;
   caller_stream_ = caller.has_value();
   if (!is_special_stream(stream)) {

@@ -78,7 +78,7 @@ Error DeviceCall::enqueue(engine::ExecutionContext& context, GraphSet* /*graphs*
   return status;
 }
 
-Error DeviceCall::begin() {
+Error DeviceCall::begin(CallerStream /*caller_stream*/) {
   (void)delegate_;  // names the delegate in device_graphs_cuda.cpp's log lines; nothing here logs
   return Error::Ok;
 }

@@ -19,6 +19,7 @@
 #include "backend/policy/scratch_pool_policy.h"
 #include "common/compiler.h"
 #include "etrt/report.h"
+#include "etrt/stream_guard.h"
 
 namespace etrt::backend {
 
@@ -69,7 +70,7 @@ ETRT_ALWAYS_INLINE inline Error Executor::execute_framed(Span<EValue*> args, [[m
     from_profile = active_profile_;
     trace_.begin(tracer);
   }
-  Error status = device.begin();  // 2. wait for the previous in-flight work
+  Error status = device.begin(current_cuda_stream);  // 2. wait for the previous in-flight work
   // shared_scratch: the pool's lock (after the delegate's: scratch_pool.h, "Locks"), then its last user's work.
   ScratchPool* const pool = status == Error::Ok ? scratch_pool_.pool() : nullptr;
   if (pool != nullptr) {
