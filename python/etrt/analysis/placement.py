@@ -17,23 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional
 
+from ..pte.format import device_name as _device_name, device_of
+
 __all__ = ["COPY_OPS", "Buffer", "Copy", "MethodPlacement", "device_of", "program_placement"]
 
 #: The copy kernels ExecuTorch inserts around a device-placed delegate call, by direction.
 COPY_OPS = {"et_copy::_h2d_copy": "host-to-device", "et_copy::_d2h_copy": "device-to-host"}
 
-
-def _device_name(entry: Mapping[str, Any]) -> str:
-    """``"cpu"`` or ``"<type>:<index>"`` for a table with ``device_type`` and
-    ``device_index`` (absent: CPU, index 0)."""
-    kind = str(entry.get("device_type", "CPU")).lower()
-    return "cpu" if kind == "cpu" else f"{kind}:{int(entry.get('device_index', 0))}"
-
-
-def device_of(tensor: Mapping[str, Any]) -> str:
-    """``"cpu"`` or ``"cuda:<index>"`` for a decoded ``Tensor`` table (its
-    ``extra_tensor_info``; absent means CPU)."""
-    return _device_name(tensor.get("extra_tensor_info") or {})
 
 
 @dataclass

@@ -8,6 +8,8 @@ are read from it at run time (:mod:`etrt.pte.schema`).
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 __all__ = [
     "EXTENDED_HEADER_LENGTH",
     "EXTENDED_HEADER_MAGIC",
@@ -22,6 +24,8 @@ __all__ = [
     "PteError",
     "SCHEMA_VERSION",
     "SEGMENT_ALIGNMENT",
+    "device_name",
+    "device_of",
 ]
 
 #: ``file_identifier`` of program.fbs: bytes 4..8 of every .pte.
@@ -52,3 +56,17 @@ INT32_MAX = 2**31 - 1
 
 class PteError(ValueError):
     """The input is not a valid .pte, or a program description is invalid."""
+
+
+def device_name(entry: Mapping[str, Any]) -> str:
+    """``"cpu"`` or ``"<type>:<index>"`` for a table with ``device_type`` and
+    ``device_index`` (absent: CPU, index 0): a Tensor's ``extra_tensor_info``, an
+    entry of ``non_const_buffer_device``."""
+    kind = str(entry.get("device_type", "CPU")).lower()
+    return "cpu" if kind == "cpu" else f"{kind}:{int(entry.get('device_index', 0))}"
+
+
+def device_of(tensor: Mapping[str, Any]) -> str:
+    """``"cpu"`` or ``"cuda:<index>"`` for a decoded ``Tensor`` table (its
+    ``extra_tensor_info``; absent means CPU)."""
+    return device_name(tensor.get("extra_tensor_info") or {})

@@ -13,9 +13,8 @@ import stat
 import tempfile
 from typing import Any, BinaryIO, Dict, Mapping, Optional, Sequence, Union
 
-from ..analysis.placement import device_of
 from ..dtypes import DTYPES, SCALAR_TYPE_TO_DTYPE
-from .format import EXTENDED_HEADER_LENGTH, EXTENDED_HEADER_OFFSET, FILE_IDENTIFIER, PteError
+from .format import EXTENDED_HEADER_LENGTH, EXTENDED_HEADER_OFFSET, FILE_IDENTIFIER, PteError, device_of
 from .schema import load_schema
 from .toolchain import Toolchain, find_toolchain, run_flatc
 from .verify import Verifier, parse_header
