@@ -96,8 +96,9 @@ Error acquire_engine(const EngineKey& key, size_t bytes, bool share, const MakeE
   bool shared = false;
   try {
     status = make(&made, why);
-    // Asked before this load creates any context (the answer may come from trying, engine.h).
-    shared = status == Error::Ok && shares_engine(share, made->profiles_shared_across_contexts());
+    // The engine is asked only when this load would share it (the answer may come from trying, engine.h), and
+    // before this load creates any context.
+    shared = status == Error::Ok && share && shares_engine(share, made->profiles_shared_across_contexts());
   } catch (...) {
     forget(c, entry);
     throw;
