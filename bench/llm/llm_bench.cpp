@@ -41,6 +41,7 @@
 #include "etrt/stream_guard.h"
 #include "median.h"
 #include "module_loading.h"
+#include "run_checks.h"
 
 namespace {
 
@@ -51,17 +52,7 @@ using ::executorch::extension::Module;
 using ::executorch::extension::TensorPtr;
 using Clock = std::chrono::steady_clock;
 
-void check(cudaError_t status, const char* what) {
-  if (status == cudaSuccess) return;
-  std::fprintf(stderr, "llm_bench: %s: %s\n", what, cudaGetErrorString(status));
-  std::exit(1);
-}
-void check(bool ok, const char* what) {
-  if (ok) return;
-  std::fprintf(stderr, "llm_bench: %s failed%s%s\n", what, etrt::has_last_error() ? ": " : "",
-               etrt::has_last_error() ? etrt::last_error_message() : "");
-  std::exit(1);
-}
+const etrt::testing::RunChecks check("llm_bench");
 
 using etrt::testing::median;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }

@@ -32,6 +32,7 @@
 #include "etrt/stream_guard.h"
 #include "median.h"
 #include "module_loading.h"
+#include "run_checks.h"
 
 namespace {
 
@@ -43,17 +44,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int32_t kWidth = 256, kMaxTokens = 512;
 
-void check(cudaError_t status, const char* what) {
-  if (status == cudaSuccess) return;
-  std::fprintf(stderr, "bench: %s: %s\n", what, cudaGetErrorString(status));
-  std::exit(1);
-}
-void check(bool ok, const char* what) {
-  if (ok) return;
-  std::fprintf(stderr, "bench: %s failed%s%s\n", what, etrt::has_last_error() ? ": " : "",
-               etrt::has_last_error() ? etrt::last_error_message() : "");
-  std::exit(1);
-}
+const etrt::testing::RunChecks check("bench");
 
 using etrt::testing::median;
 
