@@ -71,7 +71,7 @@ PYEOF
 }
 if ! have executorch "$EXECUTORCH_VERSION"; then
   echo "bootstrap: installing executorch==$EXECUTORCH_VERSION (--no-deps)"
-  "$PY" -m pip install -q --no-deps "executorch==$EXECUTORCH_VERSION"
+  "$PY" -m pip install -q --no-deps --no-warn-conflicts "executorch==$EXECUTORCH_VERSION"
 fi
 if ! have cmake ">=3.28"; then
   "$PY" -m pip install -q "cmake>=3.28,<4.2"
@@ -94,6 +94,9 @@ if [[ "${1:-}" == "--export" ]]; then
   # Git ignores the whole environment (what `python -m venv` writes itself from Python 3.13 on).
   [[ -f "$VENV_EXPORT/.gitignore" ]] || printf '*\n' >"$VENV_EXPORT/.gitignore"
   EPY="$VENV_EXPORT/bin/python"
+  # No pip cache for this environment: torch's wheels and CUDA libraries would be kept twice on disk (the
+  # environment itself is the cache; bootstrap installs nothing once it is there).
+  export PIP_NO_CACHE_DIR=1
   if ! HAVE_PY="$EPY" have torch "$TORCH_VERSION"; then
     # CPU wheels from PyTorch's index when it answers (no CUDA libraries: ~1 GB instead of ~6 GB), else PyPI's.
     if "$EPY" -c "import urllib.request; urllib.request.urlopen('https://download.pytorch.org/whl/cpu/torch/', timeout=10)" \
