@@ -69,18 +69,18 @@ if want.startswith(">="):
 sys.exit(0 if v == want else 1)
 PYEOF
 }
+# --no-warn-conflicts, here and below: executorch is installed --no-deps on purpose; pip would list its Python deps.
 if ! have executorch "$EXECUTORCH_VERSION"; then
   echo "bootstrap: installing executorch==$EXECUTORCH_VERSION (--no-deps)"
   "$PY" -m pip install -q --no-deps --no-warn-conflicts "executorch==$EXECUTORCH_VERSION"
 fi
 if ! have cmake ">=3.28"; then
-  "$PY" -m pip install -q "cmake>=3.28,<4.2"
+  "$PY" -m pip install -q --no-warn-conflicts "cmake>=3.28,<4.2"
 fi
 if ! have pytest ">=7.0"; then
-  "$PY" -m pip install -q "pytest>=7"
+  "$PY" -m pip install -q --no-warn-conflicts "pytest>=7"
 fi
 if ! have numpy ">=1.22"; then
-  # --no-warn-conflicts: executorch was installed --no-deps on purpose; pip would list its Python deps.
   "$PY" -m pip install -q --no-warn-conflicts "numpy>=1.22"
 fi
 

@@ -3,7 +3,13 @@
 // as a runner loads them), and the engine counters once they are loaded (engines held, their bytes, deserializations).
 // Medians of --reps repetitions; the two ways alternate within each repetition, in one process.
 //
-//   etrt_bench_sessions [--reps R] [program.pte]     (default: the demo decoder, examples/decoder.pte)
+//   etrt_bench_sessions [--reps R] [program.pte]          (default: the demo decoder, examples/decoder.pte)
+//   etrt_bench_gpu_sessions [--reps R] [program.pte]      (the same built with CUDA, bench/gpu; default: the demo
+//                                                          decoder with a CUDA-mode engine, decoder_cuda.pte)
+//
+// The CUDA build adds the device memory the N loaded sessions hold (cudaMemGetInfo before the loads and after them,
+// before the sessions go): the engines' weights and the contexts made at load. Scratch that a shared pool hands out
+// at the first execution is not in it (etrt_bench_gpu_scratch measures that).
 //
 // docs/design.md, "One engine, many sessions", has the table.
 
@@ -25,6 +31,10 @@
 #include "median.h"
 #include "module_loading.h"
 
+#ifdef ETRT_BENCH_DEVICE_MEMORY
+#include <cuda_runtime_api.h>
+#endif
+
 namespace {
 
 namespace et = ::executorch::runtime;
@@ -38,14 +48,33 @@ int64_t counter(const char* key) {
   return std::get<int>(option.value);
 }
 
+#ifdef ETRT_BENCH_DEVICE_MEMORY
+constexpr bool kDeviceMemory = true;
+// Device memory in use now, in bytes; exits when CUDA fails.
+int64_t device_bytes_in_use() {
+  size_t free = 0, total = 0;
+  if (cudaDeviceSynchronize() != cudaSuccess || cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    std::fprintf(stderr, "etrt_bench_gpu_sessions: cudaMemGetInfo failed: %s\n",
+                 cudaGetErrorString(cudaGetLastError()));
+    std::exit(1);
+  }
+  return static_cast<int64_t>(total - free);
+}
+#else
+constexpr bool kDeviceMemory = false;
+int64_t device_bytes_in_use() { return 0; }
+#endif
+
 struct Sample {
   double load_ms = 0;
   int64_t engines = 0, engine_bytes = 0, deserialized = 0;
+  int64_t device_bytes = 0;  // held by the loaded sessions (CUDA build only)
 };
 
 // Loads `n` Modules of `path`, sharing the engine or not; what it took. Exits on a refusal.
 Sample load_sessions(const std::string& path, size_t n, bool share) {
   const int64_t deserialized = counter(etrt::kCounterEnginesDeserialized);
+  const int64_t device_before = device_bytes_in_use();
   std::vector<std::unique_ptr<Module>> sessions;
   sessions.reserve(n);
   const auto start = std::chrono::steady_clock::now();
@@ -62,6 +91,7 @@ Sample load_sessions(const std::string& path, size_t n, bool share) {
   s.engines = counter(etrt::kCounterEnginesResident);
   s.engine_bytes = counter(etrt::kCounterEngineBytes);
   s.deserialized = counter(etrt::kCounterEnginesDeserialized) - deserialized;
+  s.device_bytes = device_bytes_in_use() - device_before;
   return s;  // the sessions go here, untimed
 }
 
@@ -81,8 +111,10 @@ int main(int argc, char** argv) {
   etrt::gpufree::set_tracing_enabled(false);
   (void)load_sessions(path, 1, true);  // warm: the file cache, the allocator, the backend's first load
   std::printf("%s, %d repetitions (medians)\n", path.c_str(), reps);
-  std::printf("| sessions | share_engine | load all (ms) | per session (ms) | engines_resident | engine_bytes | "
-              "engines_deserialized |\n| --- | --- | --- | --- | --- | --- | --- |\n");
+  std::printf(
+      "| sessions | share_engine | load all (ms) | per session (ms) | engines_resident | engine_bytes | "
+      "engines_deserialized |%s\n| --- | --- | --- | --- | --- | --- | --- |%s\n",
+      kDeviceMemory ? " device memory (MiB) |" : "", kDeviceMemory ? " --- |" : "");
   for (size_t n : {size_t{1}, size_t{8}, size_t{32}}) {
     std::vector<double> ms[2];
     Sample last[2];
@@ -95,9 +127,11 @@ int main(int argc, char** argv) {
     }
     for (int share = 1; share >= 0; --share) {
       const double m = etrt::testing::median(ms[share]);
-      std::printf("| %zu | %s | %.3f | %.3f | %lld | %lld | %lld |\n", n, share ? "on" : "off", m,
+      std::printf("| %zu | %s | %.3f | %.3f | %lld | %lld | %lld |", n, share ? "on" : "off", m,
                   m / static_cast<double>(n), static_cast<long long>(last[share].engines),
                   static_cast<long long>(last[share].engine_bytes), static_cast<long long>(last[share].deserialized));
+      if (kDeviceMemory) std::printf(" %.1f |", static_cast<double>(last[share].device_bytes) / (1 << 20));
+      std::printf("\n");
     }
   }
   return 0;

@@ -24,10 +24,12 @@
 #include <iostream>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "decoder_dump.h"
 #include "decoder_model.h"
+#include "etrt/options.h"
 #include "etrt/profile_guard.h"
 #include "gpu_module_util.h"
 
@@ -258,6 +260,66 @@ TEST_P(CudaDecoder, HostCachesAreRefusedBecauseTheUpdateWouldBeLost) {
   // The delegate stays usable: device caches run.
   DeviceCache dk, dv;
   ASSERT_TRUE(forward(*module, dk.data(), dv.data(), &step));
+}
+
+// Session `s`'s conversation, teacher-forced: a prompt and decode tokens of its own, so that a session reading
+// another's cache rows would compute other logits.
+demo::DumpRun conversation(size_t s) {
+  demo::DumpRun feed{"", "pin", {}};
+  std::vector<int64_t> ids(static_cast<size_t>(kPrompt));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 7 + 3 * s + 2) % demo::kVocab);
+  feed.steps.emplace_back("prefill", 0, std::move(ids));
+  for (int64_t i = 1; i <= kDecodeSteps; ++i)
+    feed.steps.emplace_back("decode", 0, std::vector<int64_t>{static_cast<int64_t>((s * 11 + 5 * i) % demo::kVocab)});
+  return feed;
+}
+
+// Sessions of one file over one engine (load option share_engine, the default; docs/design.md decision 21): each
+// on a thread and stream of its own, with device caches of its own, computes what it computes alone, and the
+// counters show one engine deserialized for all of them.
+TEST_P(CudaDecoder, SessionsOverOneEngineOnTheirOwnThreadsAndStreamsEachComputeWhatTheyComputeAlone) {
+  constexpr size_t kSessions = 4;
+  std::vector<demo::DumpRun> feeds, alone(kSessions), together(kSessions);
+  for (size_t s = 0; s < kSessions; ++s) feeds.push_back(conversation(s));
+  for (size_t s = 0; s < kSessions; ++s) {
+    DeviceCache k, v;
+    auto module = load("decoder_cuda");
+    generate(*module, k.data(), v.data(), false, &alone[s], &feeds[s]);
+    if (HasFatalFailure()) return;
+  }
+
+  const int64_t deserialized = counter(etrt::kCounterEnginesDeserialized);
+  const int64_t sessions = counter(etrt::kCounterEngineSessions);
+  std::vector<std::unique_ptr<Module>> modules;
+  for (size_t s = 0; s < kSessions; ++s) modules.push_back(load("decoder_cuda"));
+  EXPECT_EQ(counter(etrt::kCounterEnginesDeserialized) - deserialized, 1);
+  EXPECT_EQ(counter(etrt::kCounterEngineSessions) - sessions, static_cast<int64_t>(kSessions));
+  std::vector<DeviceCache> k(kSessions), v(kSessions);
+  ETRT_CUDA_OK(cudaDeviceSynchronize());  // the caches' zeros are there before any session's stream reads them
+  std::vector<std::thread> threads;
+  for (size_t s = 0; s < kSessions; ++s) {
+    threads.emplace_back([&, s] {
+      Stream stream;
+      etrt::CudaStreamGuard on(stream.get());
+      generate(*modules[s], k[s].data(), v[s].data(), false, &together[s], &feeds[s]);
+      EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  if (HasFatalFailure()) return;
+
+  for (size_t s = 0; s < kSessions; ++s) {
+    ASSERT_EQ(together[s].steps.size(), alone[s].steps.size()) << "session " << s;
+    for (size_t i = 0; i < alone[s].steps.size(); ++i) {
+      const auto& a = together[s].steps[i].logits;
+      const auto& b = alone[s].steps[i].logits;
+      ASSERT_EQ(a.size(), b.size()) << "session " << s << " step " << i;
+      for (size_t j = 0; j < a.size(); ++j)
+        ASSERT_NEAR(a[j], b[j], kTolerance * (1.0f + std::fabs(b[j]))) << "session " << s << " step " << i;
+    }
+  }
+  // The conversations differ, so their logits do: a session computing another's would have been seen above.
+  EXPECT_NE(alone[0].steps.back().logits, alone[1].steps.back().logits);
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, CudaDecoder, ::testing::Values(Strategy::kSwitch, Strategy::kContextPerProfile),

@@ -25,7 +25,8 @@ OUT="${2:-$ROOT/gpu-bundle}"
 
 BINARIES=(tests/gpu/etrt_gpu_engine_tests tests/gpu/etrt_gpu_module_tests tests/gpu/etrt_gpu_fault_tests
           tests/gpu/etrt_gpu_integrated_tests tests/gpu/etrt_gpu_device_placed_tests bench/gpu/etrt_bench_gpu
-          bench/gpu/etrt_bench_gpu_graphs bench/gpu/etrt_bench_gpu_scratch bench/gpu/etrt_bench_gpu_profiling)
+          bench/gpu/etrt_bench_gpu_graphs bench/gpu/etrt_bench_gpu_scratch bench/gpu/etrt_bench_gpu_profiling
+          bench/gpu/etrt_bench_gpu_sessions)
 for b in "${BINARIES[@]}"; do
   if [[ ! -x "$BUILD/$b" ]]; then
     echo "make_bundle.sh: $BUILD/$b is missing; build $BUILD with -DETRT_WITH_CUDA=ON first" >&2

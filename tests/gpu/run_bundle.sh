@@ -71,6 +71,8 @@ step bench_scratch etrt_bench_gpu_scratch 120 "$HERE/etrt_bench_gpu_scratch" "$H
 sed -n '/^Device memory of a program of N single-layer delegates/,$p' "$LOGS/bench_scratch.log" | tee -a "$SUMMARY"
 step bench_profiling etrt_bench_gpu_profiling 120 "$HERE/etrt_bench_gpu_profiling" "$HERE/fixtures"
 sed -n '/^etrt device time/,$p' "$LOGS/bench_profiling.log" | tee -a "$SUMMARY"
+step bench_sessions etrt_bench_gpu_sessions 240 "$HERE/etrt_bench_gpu_sessions" "$HERE/fixtures/decoder_cuda.pte"
+sed -n '/repetitions (medians)$/,$p' "$LOGS/bench_sessions.log" | tee -a "$SUMMARY"
 if [[ -x "$HERE/etrt_bench_gpu_decoder_state" ]]; then
   step bench_decoder_state etrt_bench_gpu_decoder_state 300 "$HERE/etrt_bench_gpu_decoder_state" "$HERE/decoder_state"
   sed -n '/-layer decoder, /,$p' "$LOGS/bench_decoder_state.log" | tee -a "$SUMMARY"
