@@ -9,7 +9,8 @@
 // cuBLAS/cuDNN tactics are off (the H200 machine has neither library TensorRT 8.6 wants); TensorRT's own kernels
 // serve every layer. With ETRT_LLM_KEEP_FP32=1 every layer whose output the model computes in float32 (its
 // normalizations, attention and logits) is held to float32 (kPREFER_PRECISION_CONSTRAINTS); by default fp16 is
-// allowed everywhere, as for any fp16 build.
+// allowed everywhere, as for any fp16 build. With ETRT_LLM_PROFILE_SHARING=1 the plan is built with TensorRT 8.6's
+// PreviewFeature::kPROFILE_SHARING_0806, so that sessions of it share one engine (docs/design.md, decision 21).
 
 #include <NvInfer.h>
 #include <NvOnnxParser.h>
@@ -92,6 +93,13 @@ int main(int argc, char** argv) {
       }
     }
     std::printf("etrt_llm_build_plan: %d layers held to float32\n", held);
+  }
+  const char* sharing = std::getenv("ETRT_LLM_PROFILE_SHARING");
+  if (sharing != nullptr && std::strcmp(sharing, "1") == 0) {
+#if NV_TENSORRT_MAJOR < 10
+    config->setPreviewFeature(nvinfer1::PreviewFeature::kPROFILE_SHARING_0806, true);
+#endif  // from 10.0 on, every plan shares its profiles
+    std::printf("etrt_llm_build_plan: profile sharing across contexts on\n");
   }
   const bool profiles = split ? add_profile(*builder, *config, 1, 1, 1) && add_profile(*builder, *config, 32, opt, max_seq)
                               : add_profile(*builder, *config, 1, opt, max_seq);

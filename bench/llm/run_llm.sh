@@ -9,6 +9,9 @@
 #         pack     `etrt pack` (the bundle's Python package, flatc and ExecuTorch schema)  (WORK/pack.log)
 #         bench    etrt_bench_llm: checks against eager, then the figures                  (WORK/bench.log)
 #         all      the four in order
+#         share-build  after all: split.plan again with profile sharing (split_sharing.plan), packed
+#         share-bench  N = 1 and 8 sessions of split_sharing.pte and of split.pte, the engine shared and not: load
+#                  time, engine counters, device memory (etrt_bench_nvidia_sessions)       (WORK/sessions.log)
 # Every log is also copied into LOGS. Exit status 0 when every phase run passed. BENCH_ARGS: the runner's arguments
 # after the folder ("7 check": the checks only).
 set -uo pipefail
@@ -47,6 +50,24 @@ fi
 if phase bench && [[ $status == 0 ]]; then
   "$HERE/etrt_bench_llm" "$WORK" ${BENCH_ARGS:-} > "$WORK/bench.log" 2>&1 || status=1
   cat "$WORK/bench.log" | grep -v "^\[TensorRT\]" | head -80
+fi
+if [[ "$PHASE" == share-build ]]; then
+  ETRT_LLM_PROFILE_SHARING=1 "$HERE/etrt_llm_build_plan" "$WORK/model.onnx" "$WORK/split_sharing.plan" split \
+    > "$WORK/build.split_sharing.log" 2>&1 || status=1
+  tail -2 "$WORK/build.split_sharing.log"
+  sed 's/"split\.plan"/"split_sharing.plan"/' "$WORK/split.io.json" > "$WORK/split_sharing.io.json"
+  ETRT_FLATC="$HERE/flatc" ETRT_EXECUTORCH_SCHEMA_DIR="$HERE/schema" ETRT_LIBRARY="$HERE/libetrt.so.0" \
+    PYTHONPATH="$HERE/python" "$PY" -m etrt pack "$WORK/split_sharing.io.json" -o "$WORK/split_sharing.pte" \
+    >> "$WORK/pack.log" 2>&1 || status=1
+  grep -E "^wrote|error" "$WORK/pack.log" | tail -1
+fi
+if [[ "$PHASE" == share-bench ]]; then
+  # 8 sessions at most: a session of its own takes ~13.5 GiB (the 4.2 GiB plan and 9.2 GiB of scratch), so 8 need an
+  # H200. split.pte (no profile sharing: every session deserializes, either way) once, to show it; ~7 min in all.
+  "$HERE/etrt_bench_nvidia_sessions" --reps 3 --max-sessions 8 "$WORK/split_sharing.pte" >> "$WORK/sessions.log" 2>&1 \
+    || status=1
+  "$HERE/etrt_bench_nvidia_sessions" --reps 1 --max-sessions 8 "$WORK/split.pte" >> "$WORK/sessions.log" 2>&1 || status=1
+  cat "$WORK/sessions.log"
 fi
 keep
 exit "$status"

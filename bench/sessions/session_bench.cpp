@@ -3,11 +3,13 @@
 // as a runner loads them), and the engine counters once they are loaded (engines held, their bytes, deserializations).
 // Medians of --reps repetitions; the two ways alternate within each repetition, in one process.
 //
-//   etrt_bench_sessions [--reps R] [program.pte]          (default: the demo decoder, examples/decoder.pte)
-//   etrt_bench_gpu_sessions [--reps R] [program.pte]      (the same built with CUDA, bench/gpu; default: the demo
-//                                                          decoder with a CUDA-mode engine, decoder_cuda.pte)
+//   etrt_bench_sessions [--reps R] [--max-sessions M] [program.pte]
+//       N = 1, 8 and 32 sessions (those up to M); the program by default: the demo decoder, examples/decoder.pte
+//   etrt_bench_gpu_sessions ...      the same built with CUDA (bench/gpu); by default the demo decoder with a
+//                                    CUDA-mode engine, decoder_cuda.pte
+//   etrt_bench_nvidia_sessions ...   built against NVIDIA's TensorRT (bench/nvidia); the program is required
 //
-// The CUDA build adds the device memory the N loaded sessions hold (cudaMemGetInfo before the loads and after them,
+// The CUDA builds add the device memory the N loaded sessions hold (cudaMemGetInfo before the loads and after them,
 // before the sessions go): the engines' weights and the contexts made at load. Scratch that a shared pool hands out
 // at the first execution is not in it (etrt_bench_gpu_scratch measures that).
 //
@@ -27,7 +29,9 @@
 
 #include "etrt/options.h"
 #include "etrt/report.h"
+#ifdef ETRT_BENCH_GPUFREE
 #include "etrt_gpufree/trace.h"
+#endif
 #include "median.h"
 #include "module_loading.h"
 
@@ -54,8 +58,7 @@ constexpr bool kDeviceMemory = true;
 int64_t device_bytes_in_use() {
   size_t free = 0, total = 0;
   if (cudaDeviceSynchronize() != cudaSuccess || cudaMemGetInfo(&free, &total) != cudaSuccess) {
-    std::fprintf(stderr, "etrt_bench_gpu_sessions: cudaMemGetInfo failed: %s\n",
-                 cudaGetErrorString(cudaGetLastError()));
+    std::fprintf(stderr, "sessions bench: cudaMemGetInfo failed: %s\n", cudaGetErrorString(cudaGetLastError()));
     std::exit(1);
   }
   return static_cast<int64_t>(total - free);
@@ -80,8 +83,11 @@ Sample load_sessions(const std::string& path, size_t n, bool share) {
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < n; ++i) {
     sessions.push_back(std::make_unique<Module>(path));
-    if (etrt::testing::load_with_options(*sessions.back(), {{etrt::kOptionShareEngine, share}}) != et::Error::Ok) {
-      std::fprintf(stderr, "etrt_bench_sessions: loading %s failed: %s\n", path.c_str(), etrt::last_error_message());
+    etrt::clear_last_error();
+    const et::Error loaded = etrt::testing::load_with_options(*sessions.back(), {{etrt::kOptionShareEngine, share}});
+    if (loaded != et::Error::Ok) {
+      std::fprintf(stderr, "sessions bench: loading %s failed (ExecuTorch error %d): %s\n", path.c_str(),
+                   static_cast<int>(loaded), etrt::has_last_error() ? etrt::last_error_message() : "not etrt's");
       std::exit(1);
     }
   }
@@ -99,16 +105,29 @@ Sample load_sessions(const std::string& path, size_t n, bool share) {
 
 int main(int argc, char** argv) {
   int reps = 9;
+  size_t max_sessions = 32;
+#ifdef ETRT_DEMO_PTE
   std::string path = ETRT_DEMO_PTE;
+#else
+  std::string path;
+#endif
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--max-sessions") == 0 && i + 1 < argc) {
+      max_sessions = static_cast<size_t>(std::strtoul(argv[++i], nullptr, 10));
     } else {
       path = argv[i];
     }
   }
   if (reps < 1) reps = 1;
+  if (path.empty()) {
+    std::fprintf(stderr, "usage: %s [--reps R] [--max-sessions M] program.pte\n", argv[0]);
+    return 2;
+  }
+#ifdef ETRT_BENCH_GPUFREE
   etrt::gpufree::set_tracing_enabled(false);
+#endif
   (void)load_sessions(path, 1, true);  // warm: the file cache, the allocator, the backend's first load
   std::printf("%s, %d repetitions (medians)\n", path.c_str(), reps);
   std::printf(
@@ -116,6 +135,7 @@ int main(int argc, char** argv) {
       "engines_deserialized |%s\n| --- | --- | --- | --- | --- | --- | --- |%s\n",
       kDeviceMemory ? " device memory (MiB) |" : "", kDeviceMemory ? " --- |" : "");
   for (size_t n : {size_t{1}, size_t{8}, size_t{32}}) {
+    if (n > max_sessions) break;
     std::vector<double> ms[2];
     Sample last[2];
     for (int r = 0; r < reps; ++r) {

@@ -24,10 +24,12 @@ WHEEL="$(ls -d "$ROOT"/.venv/lib/python3*/site-packages/executorch | head -1)"
 rm -rf "$OUT" && mkdir -p "$OUT/schema" "$OUT/python"
 for b in "${BINARIES[@]}"; do strip -o "$OUT/$b" "$BUILD/tests/contract/$b"; done
 LINKED=("${BINARIES[@]/#/$BUILD/tests/contract/}")
-# The figures' benchmark, when the build has it (-DETRT_BUILD_BENCHMARKS=ON); run_nvidia.sh runs it, so what it
-# loads travels too.
-BENCH="$BUILD/bench/nvidia/etrt_bench_nvidia_decode"
-if [[ -x "$BENCH" ]]; then strip -o "$OUT/etrt_bench_nvidia_decode" "$BENCH"; LINKED+=("$BENCH"); fi
+# The figures' benchmarks, when the build has them (-DETRT_BUILD_BENCHMARKS=ON); run_nvidia.sh runs them, so what they
+# load travels too.
+for bench in etrt_bench_nvidia_decode etrt_bench_nvidia_sessions; do
+  BENCH="$BUILD/bench/nvidia/$bench"
+  if [[ -x "$BENCH" ]]; then strip -o "$OUT/$bench" "$BENCH"; LINKED+=("$BENCH"); fi
+done
 # The real-LLM benchmark (bench/llm), when the build has it (NVIDIA's ONNX parser at TENSORRT_ROOT): the plan builder,
 # the runner, their Python side, the parser itself and the plugin library stub it loads (plugin_library_stub.cpp), and
 # libetrt_tools, which the packer reads blobs with (etrt pack; found beside libetrt, as run_llm.sh's ETRT_LIBRARY).

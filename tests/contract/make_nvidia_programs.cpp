@@ -110,6 +110,8 @@ int main(int argc, char** argv) {
   namespace c = etrt::contract;
   const int64_t s = c::kMaxPrefill, h = c::kHidden;
   bool ok = llm_program("nv_llm", c::two_profile_llm()) && llm_program("nv_overlap", c::three_profile_llm());
+  // The same model built with kPROFILE_SHARING_0806: its sessions share one engine (nvidia_module_test.cpp).
+  ok = ok && llm_program("nv_llm_sharing", c::two_profile_llm_sharing());
   ok = ok && write_blob("nv_static", c::static_scale()) &&
        write_spec("nv_static", {tensor("x", "float32", {1, 4}, false), tensor("y", "float32", {1, 4}, false)}, {"x"},
                   {"y"}, {trt_call("nv_static", {"x", "y"})});
@@ -127,6 +129,6 @@ int main(int argc, char** argv) {
                   {"input_ids"}, {"logits"}, {trt_call("nv_deep", {"input_ids", "logits"})});
   ok = ok && decoder_program("nv_decoder");
   std::printf("make_nvidia_programs: %s\n",
-              ok ? "wrote nv_llm, nv_overlap, nv_static, nv_mixed, nv_deep, nv_decoder" : "FAILED");
+              ok ? "wrote nv_llm, nv_overlap, nv_llm_sharing, nv_static, nv_mixed, nv_deep, nv_decoder" : "FAILED");
   return ok ? 0 : 1;
 }

@@ -4,6 +4,7 @@
 // policies, one-profile engines, two delegates in one program, refusals, a caller's stream, CUDA graphs on and off,
 // and the attention decoder with its KV caches fed back from outputs to inputs step to step.
 
+#include <NvInferVersion.h>
 #include <cuda_runtime_api.h>
 
 #include <executorch/extension/module/module.h>
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "decoder_reference.h"
@@ -22,6 +24,7 @@
 #include "etrt/profile_guard.h"
 #include "etrt/report.h"
 #include "etrt/stream_guard.h"
+#include "counters.h"
 #include "expect_near.h"
 #include "models.h"
 #include "module_loading.h"
@@ -212,6 +215,46 @@ TEST_P(NvidiaModule, TwoDelegatesInOneProgramEachRunTheirEngine) {
     expect_reference(out, ids);
     const auto& y = result.get()[1].toTensor();
     for (int i = 0; i < 4; ++i) EXPECT_EQ(y.const_data_ptr<float>()[i], 2.0f * x[static_cast<size_t>(i)]);
+  }
+}
+
+// Sessions of one program (docs/design.md, decision 21). A plan built with kPROFILE_SHARING_0806 (nv_llm_sharing)
+// is deserialized once for all its sessions; one built without (nv_llm, TensorRT 8.6's default) once per session,
+// since a context of one session could not take a profile a context of another holds (from TensorRT 10.0 on every
+// plan shares). Either way each session, on a thread and stream of its own, runs its own prompts and decode steps
+// like the reference.
+TEST_P(NvidiaModule, SessionsShareAnEngineExactlyWhenItsPlanSharesProfilesAndEachRunsItsOwnSteps) {
+  constexpr int kSessions = 4;
+  for (const std::string name : {"nv_llm_sharing", "nv_llm"}) {
+    SCOPED_TRACE(name);
+    const bool shares = name == "nv_llm_sharing" || NV_TENSORRT_MAJOR >= 10;
+    const int64_t deserialized = etrt::testing::counter(kCounterEnginesDeserialized);
+    const int64_t sessions_before = etrt::testing::counter(kCounterEngineSessions);
+    std::vector<std::unique_ptr<Module>> sessions;
+    for (int s = 0; s < kSessions; ++s) sessions.push_back(load(name));
+    ASSERT_FALSE(HasFailure());
+    EXPECT_EQ(etrt::testing::counter(kCounterEnginesDeserialized) - deserialized, shares ? 1 : kSessions);
+    EXPECT_EQ(etrt::testing::counter(kCounterEngineSessions) - sessions_before, kSessions);
+    // Streams made and destroyed on this thread (compute-sanitizer once stalled destroying one on a worker).
+    std::vector<cudaStream_t> streams(kSessions, nullptr);
+    for (cudaStream_t& stream : streams)
+      ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    std::vector<std::thread> threads;
+    for (int s = 0; s < kSessions; ++s) {
+      threads.emplace_back([&, s] {
+        CudaStreamGuard on(streams[static_cast<size_t>(s)]);
+        for (int round = 0; round < 3; ++round) {
+          const std::vector<int32_t> prompt = tokens(static_cast<size_t>(33 + 7 * s + round), s + 1);
+          expect_reference(run(*sessions[static_cast<size_t>(s)], prompt), prompt);
+          for (int step = 0; step < 4; ++step) {
+            const std::vector<int32_t> id = {s * 5 + step + 1};
+            expect_reference(run(*sessions[static_cast<size_t>(s)], id), id);
+          }
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (cudaStream_t stream : streams) EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
   }
 }
 

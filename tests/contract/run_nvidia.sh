@@ -5,7 +5,7 @@
 #   2. the Module suite's programs: plans, blobs and packer specs (etrt_nvidia_make_programs), packed into .pte files
 #      by the project's packer (python3 -m etrt.pte, with the bundle's flatc and ExecuTorch schema);
 #   3. the Module suite over them;
-#   4. the figures' benchmark (bench/nvidia), when the bundle has it;
+#   4. the figures' benchmarks (bench/nvidia: a decode step, and sessions over one engine), when the bundle has them;
 #   5. both suites again under compute-sanitizer memcheck and racecheck, on the same plans and programs.
 # Prints the [observed] lines and one summary line per run; logs in LOG_DIR. Exit status 0 when all passed.
 #
@@ -40,6 +40,13 @@ if [[ -x "$HERE/etrt_bench_nvidia_decode" ]]; then
   "$HERE/etrt_bench_nvidia_decode" "$LOGS/programs" "$LOGS/plans/deep_decoder_48.plan" > "$LOGS/bench.log" 2>&1 \
     || status=1
   cat "$LOGS/bench.log"
+fi
+# Sessions over one engine: a plan that shares profiles (nv_llm_sharing) and one that does not (nv_llm).
+if [[ -x "$HERE/etrt_bench_nvidia_sessions" ]]; then
+  for program in nv_llm_sharing nv_llm; do
+    "$HERE/etrt_bench_nvidia_sessions" --reps 5 "$LOGS/programs/$program.pte" >> "$LOGS/sessions.log" 2>&1 || status=1
+  done
+  cat "$LOGS/sessions.log"
 fi
 
 if command -v compute-sanitizer > /dev/null; then
