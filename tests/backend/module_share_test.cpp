@@ -171,6 +171,56 @@ TEST(SharedEngine, OneSessionsFailureLeavesTheOthersRunning) {
       expect_logits(run_ids(*sessions[i], step_ids(i, step)), step_ids(i, step));
 }
 
+// A load whose engine fails to deserialize holds nothing; the next load of the file makes the engine.
+TEST(SharedEngine, AFailedDeserializationHoldsNothingAndTheNextLoadMakesTheEngine) {
+  const Engines before = engines();
+  gpufree::inject_fault(gpufree::Call::kDeserializeCudaEngine, 1, "llm");
+  et::Error status = et::Error::Ok;
+  auto failed = load_module(fixture("llm"), {}, &status);
+  gpufree::clear_faults();
+  EXPECT_NE(status, et::Error::Ok);
+  EXPECT_TRUE(has(etrt::last_error_message(), "injected fault")) << etrt::last_error_message();
+  Engines now = engines().minus(before);
+  EXPECT_EQ(now.deserialized, 0);
+  EXPECT_EQ(now.resident, 0);
+  EXPECT_EQ(now.sessions, 0);
+
+  Sessions sessions = load_sessions("llm", 2);
+  now = engines().minus(before);
+  EXPECT_EQ(now.deserialized, 1);
+  EXPECT_EQ(now.resident, 1);
+  EXPECT_EQ(now.sessions, 2);
+  const std::vector<int64_t> one = {3};
+  expect_logits(run_ids(*sessions[1], one), one);
+}
+
+// A load that fails after it holds the engine (its execution context cannot be made) lets go of it at once: the
+// maker's failure, with no other holder, destroys the engine; a joining session's leaves it to the others.
+TEST(SharedEngine, ALoadThatFailsAfterHoldingTheEngineLetsGoOfIt) {
+  const Engines before = engines();
+  gpufree::inject_fault(gpufree::Call::kCreateExecutionContext, 1, "llm");
+  et::Error status = et::Error::Ok;
+  auto made_it = load_module(fixture("llm"), {}, &status);
+  gpufree::clear_faults();
+  EXPECT_NE(status, et::Error::Ok);
+  Engines now = engines().minus(before);
+  EXPECT_EQ(now.deserialized, 1);
+  EXPECT_EQ(now.resident, 0);
+  EXPECT_EQ(now.sessions, 0);
+
+  Sessions sessions = load_sessions("llm", 1);
+  gpufree::inject_fault(gpufree::Call::kCreateExecutionContext, 1, "llm");
+  auto joined = load_module(fixture("llm"), {}, &status);
+  gpufree::clear_faults();
+  EXPECT_NE(status, et::Error::Ok);
+  now = engines().minus(before);
+  EXPECT_EQ(now.deserialized, 2);
+  EXPECT_EQ(now.resident, 1);
+  EXPECT_EQ(now.sessions, 1);
+  const std::vector<int64_t> one = {3};
+  expect_logits(run_ids(*sessions[0], one), one);
+}
+
 TEST(SharedEngine, ShareEngineMustBeABool) {
   et::Error status = et::Error::Ok;
   auto module = load_module(fixture("llm"), {{etrt::kOptionShareEngine, 1}}, &status);
