@@ -62,10 +62,10 @@ $CMAKE --build build-fuzz -j "$JOBS" --target etrt_fuzz_blob etrt_fuzz_engine et
 echo "== fuzz: the three harnesses at once, ${ETRT_FUZZ_SECONDS:-60} s each, fixed seed; any finding fails"
 bash tests/fuzz/run_fuzzers.sh --build build-fuzz --time "${ETRT_FUZZ_SECONDS:-60}" --seed 1 --fresh
 
-echo "== build (ThreadSanitizer): the stress test only"
+echo "== build (ThreadSanitizer): the stress tests only (tests/stress, the engine cache's)"
 $CMAKE -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DETRT_SANITIZE=thread \
   -DETRT_BUILD_BENCHMARKS=OFF -DETRT_BUILD_EXAMPLES=OFF
-$CMAKE --build build-tsan -j "$JOBS" --target etrt_test_stress
+$CMAKE --build build-tsan -j "$JOBS" --target etrt_test_stress etrt_test_engine_cache
 echo "== stress tests under ThreadSanitizer"
 ETRT_STRESS_ITERATIONS=500 ETRT_STRESS_SECONDS=15 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   $CTEST --test-dir build-tsan -L stress --output-on-failure --no-tests=error -j "$JOBS"
