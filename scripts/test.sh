@@ -15,7 +15,7 @@ CTEST=.venv/bin/ctest
 JOBS="${ETRT_JOBS:-$(nproc)}"
 EXPORT_NEEDS_GIB=10
 free_gib() { df -P -k . | awk 'NR == 2 {print int($4 / 1048576)}'; }
-echo "test.sh: $(free_gib) GiB free on $(df -P . | awk 'NR == 2 {print $6}') (the whole run needs about 20)"
+echo "test.sh: $(free_gib) GiB free on $(df -P . | awk 'NR == 2 {print $6}') (the whole run needs about 12)"
 
 echo "== build (RelWithDebInfo)"
 $CMAKE -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
