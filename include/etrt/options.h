@@ -75,8 +75,8 @@ inline constexpr char kOptionCudaGraphs[] = "cuda_graphs";
 /// of their own. The buffer grows when a delegate with a larger need loads
 /// (each sharing delegate moves to it before its next execution, dropping its
 /// CUDA graphs), shrinks when the largest leaves and is freed with the last.
-/// Executions that share it are serialized, and work on another stream (a
-/// another method of the Module on another thread, another caller stream)
+/// Executions that share it are serialized, and work on another stream
+/// (another method of the Module on another thread, another caller stream)
 /// is ordered after the last one on the device, never overlapped. "The
 /// program" is one load: the methods of one Module share a buffer; two
 /// Modules (sessions over one Program included) hold one each, as for
