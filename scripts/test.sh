@@ -13,9 +13,7 @@ bash scripts/bootstrap.sh
 CMAKE=.venv/bin/cmake
 CTEST=.venv/bin/ctest
 JOBS="${ETRT_JOBS:-$(nproc)}"
-EXPORT_NEEDS_GIB=10
-free_gib() { df -P -k . | awk 'NR == 2 {print int($4 / 1048576)}'; }
-echo "test.sh: $(free_gib) GiB free on $(df -P . | awk 'NR == 2 {print $6}') (the whole run needs about 12)"
+echo "test.sh: $(df -P -k . | awk 'NR == 2 {printf "%d GiB free on %s", $4 / 1048576, $6}') (the whole run needs about 12)"
 
 echo "== build (RelWithDebInfo)"
 $CMAKE -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -74,20 +72,7 @@ echo "== Python tests"
 .venv/bin/python -m pytest tests/python -q
 
 echo "== Python runtime and real exports (.venv-export: ExecuTorch and torch from PyPI, etrt pip-installed into it)"
-# torch from PyPI brings its CUDA libraries: .venv-export takes ~6 GiB, and pip holds the downloaded wheels (~3 GiB)
-# until it has installed them all.
-# Where the disk is short of that, the build trees whose tests have run above go first (build/ stays; nothing
-# below uses the others); where it is still short, the run stops here saying so, instead of pip failing midway.
-if ! [[ -x .venv-export/bin/python ]] && (($(free_gib) < EXPORT_NEEDS_GIB)); then
-  echo "test.sh: $(free_gib) GiB free, .venv-export needs about $EXPORT_NEEDS_GIB: removing build-asan," \
-    "build-cuda, build-fuzz and build-tsan, whose tests have run"
-  rm -rf build-asan build-cuda build-fuzz build-tsan
-  if (($(free_gib) < EXPORT_NEEDS_GIB)); then
-    echo "test.sh: only $(free_gib) GiB free on $(df -P . | awk 'NR == 2 {print $6}'); the real-export suite" \
-      "needs about $EXPORT_NEEDS_GIB GiB for .venv-export (torch and its CUDA libraries): free some and rerun" >&2
-    exit 1
-  fi
-fi
+bash scripts/free_disk_for_exports.sh "$ROOT"  # ~10 GiB free for .venv-export, else the finished trees go
 bash scripts/bootstrap.sh --export
 .venv-export/bin/python -m pip install -q ./python
 .venv-export/bin/python -m pytest tests/export -q
