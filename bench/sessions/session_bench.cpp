@@ -3,8 +3,9 @@
 // as a runner loads them), and the engine counters once they are loaded (engines held, their bytes, deserializations).
 // Medians of --reps repetitions; the two ways alternate within each repetition, in one process.
 //
-//   etrt_bench_sessions [--reps R] [--max-sessions M] [program.pte]
-//       N = 1, 8 and 32 sessions (those up to M); the program by default: the demo decoder, examples/decoder.pte
+//   etrt_bench_sessions [--reps R] [--max-sessions M] [--sessions N1,N2,...] [program.pte]
+//       N = 1, 8 and 32 sessions, or those --sessions lists (those up to M either way); the program by default: the
+//       demo decoder, examples/decoder.pte
 //   etrt_bench_gpu_sessions ...      the same built with CUDA (bench/gpu); by default the demo decoder with a
 //                                    CUDA-mode engine, decoder_cuda.pte
 //   etrt_bench_nvidia_sessions ...   built against NVIDIA's TensorRT (bench/nvidia); the program is required
@@ -106,6 +107,7 @@ Sample load_sessions(const std::string& path, size_t n, bool share) {
 int main(int argc, char** argv) {
   int reps = 9;
   size_t max_sessions = 32;
+  std::vector<size_t> counts = {1, 8, 32};
 #ifdef ETRT_DEMO_PTE
   std::string path = ETRT_DEMO_PTE;
 #else
@@ -116,13 +118,29 @@ int main(int argc, char** argv) {
       reps = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--max-sessions") == 0 && i + 1 < argc) {
       max_sessions = static_cast<size_t>(std::strtoul(argv[++i], nullptr, 10));
+    } else if (std::strcmp(argv[i], "--sessions") == 0 && i + 1 < argc) {
+      counts.clear();
+      for (const char* p = argv[++i]; *p != '\0';) {
+        char* end = nullptr;
+        const unsigned long n = std::strtoul(p, &end, 10);
+        if (end == p || n == 0) {
+          std::fprintf(stderr, "sessions bench: --sessions takes counts above 0 separated by commas, as 1,4,8\n");
+          return 2;
+        }
+        counts.push_back(static_cast<size_t>(n));
+        p = *end == ',' ? end + 1 : end;
+      }
+      if (counts.empty()) {
+        std::fprintf(stderr, "sessions bench: --sessions lists no count\n");
+        return 2;
+      }
     } else {
       path = argv[i];
     }
   }
   if (reps < 1) reps = 1;
   if (path.empty()) {
-    std::fprintf(stderr, "usage: %s [--reps R] [--max-sessions M] program.pte\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--reps R] [--max-sessions M] [--sessions N1,N2,...] program.pte\n", argv[0]);
     return 2;
   }
 #ifdef ETRT_BENCH_GPUFREE
@@ -134,8 +152,8 @@ int main(int argc, char** argv) {
       "| sessions | share_engine | load all (ms) | per session (ms) | engines_resident | engine_bytes | "
       "engines_deserialized |%s\n| --- | --- | --- | --- | --- | --- | --- |%s\n",
       kDeviceMemory ? " device memory (MiB) |" : "", kDeviceMemory ? " --- |" : "");
-  for (size_t n : {size_t{1}, size_t{8}, size_t{32}}) {
-    if (n > max_sessions) break;
+  for (size_t n : counts) {
+    if (n > max_sessions) continue;
     std::vector<double> ms[2];
     Sample last[2];
     for (int r = 0; r < reps; ++r) {
