@@ -53,6 +53,24 @@ Engines engines() {
           counter(etrt::kCounterEngineBytes), counter(etrt::kCounterEngineSessions)};
 }
 
+// Engines deserialized, engines resident and sessions held: `got`'s three counts.
+void expect_engines(const Engines& got, int64_t deserialized, int64_t resident, int64_t sessions) {
+  EXPECT_EQ(got.deserialized, deserialized);
+  EXPECT_EQ(got.resident, resident);
+  EXPECT_EQ(got.sessions, sessions);
+}
+
+// A load of llm during which `call` fails once: it must fail. The Module stays with the caller, so that what the
+// failed load still holds shows in the counters.
+std::unique_ptr<Module> load_failing_at(gpufree::Call call) {
+  gpufree::inject_fault(call, 1, "llm");
+  et::Error status = et::Error::Ok;
+  auto module = load_module(fixture("llm"), {}, &status);
+  gpufree::clear_faults();
+  EXPECT_NE(status, et::Error::Ok);
+  return module;
+}
+
 Sessions load_sessions(const std::string& name, size_t n, const LoadOptions& options = {}) {
   Sessions sessions;
   for (size_t i = 0; i < n; ++i) {
@@ -80,9 +98,7 @@ TEST_P(SharedEngine, ModulesOfOneFileHoldOneEngineAndEachRunsItsOwnSteps) {
   const Engines before = engines();
   Sessions sessions = load_sessions("llm", n);
   const Engines loaded = engines().minus(before);
-  EXPECT_EQ(loaded.deserialized, 1);
-  EXPECT_EQ(loaded.resident, 1);
-  EXPECT_EQ(loaded.sessions, static_cast<int64_t>(n));
+  expect_engines(loaded, 1, 1, static_cast<int64_t>(n));
   EXPECT_GT(loaded.bytes, 0);
   EXPECT_EQ(gpufree::trace_counters("llm").engines_loaded, 1);
   // Interleaved: every session a step at a time, each switching between prefill and decode on its own contexts.
@@ -116,9 +132,7 @@ TEST(SharedEngine, WithShareEngineOffEachModuleDeserializesItsOwn) {
   const int64_t one_engine = engines().minus(before).bytes;
   Sessions own = load_sessions("llm", 3, {{etrt::kOptionShareEngine, false}});
   const Engines loaded = engines().minus(before);
-  EXPECT_EQ(loaded.deserialized, 4);
-  EXPECT_EQ(loaded.resident, 4);
-  EXPECT_EQ(loaded.sessions, 5);
+  expect_engines(loaded, 4, 4, 5);
   EXPECT_GT(one_engine, 0);
   EXPECT_EQ(loaded.bytes, 4 * one_engine) << "the shared engine once, the three others each";
   for (Sessions* group : {&shared, &own})
@@ -147,9 +161,7 @@ TEST(SharedEngine, AnEngineWhoseContextsCannotShareAProfileIsNotShared) {
   const Engines before = engines();
   Sessions sessions = load_sessions("llm_trt86", 3);
   const Engines loaded = engines().minus(before);
-  EXPECT_EQ(loaded.deserialized, 3);
-  EXPECT_EQ(loaded.resident, 3);
-  EXPECT_EQ(loaded.sessions, 3);
+  expect_engines(loaded, 3, 3, 3);
   EXPECT_EQ(gpufree::trace_counters("llm_trt86").engines_loaded, 3);
   for (int step = 0; step < 6; ++step)
     for (size_t i = 0; i < sessions.size(); ++i)
@@ -174,22 +186,12 @@ TEST(SharedEngine, OneSessionsFailureLeavesTheOthersRunning) {
 // A load whose engine fails to deserialize holds nothing; the next load of the file makes the engine.
 TEST(SharedEngine, AFailedDeserializationHoldsNothingAndTheNextLoadMakesTheEngine) {
   const Engines before = engines();
-  gpufree::inject_fault(gpufree::Call::kDeserializeCudaEngine, 1, "llm");
-  et::Error status = et::Error::Ok;
-  auto failed = load_module(fixture("llm"), {}, &status);
-  gpufree::clear_faults();
-  EXPECT_NE(status, et::Error::Ok);
+  auto failed = load_failing_at(gpufree::Call::kDeserializeCudaEngine);
   EXPECT_TRUE(has(etrt::last_error_message(), "injected fault")) << etrt::last_error_message();
-  Engines now = engines().minus(before);
-  EXPECT_EQ(now.deserialized, 0);
-  EXPECT_EQ(now.resident, 0);
-  EXPECT_EQ(now.sessions, 0);
+  expect_engines(engines().minus(before), 0, 0, 0);
 
   Sessions sessions = load_sessions("llm", 2);
-  now = engines().minus(before);
-  EXPECT_EQ(now.deserialized, 1);
-  EXPECT_EQ(now.resident, 1);
-  EXPECT_EQ(now.sessions, 2);
+  expect_engines(engines().minus(before), 1, 1, 2);
   const std::vector<int64_t> one = {3};
   expect_logits(run_ids(*sessions[1], one), one);
 }
@@ -198,25 +200,12 @@ TEST(SharedEngine, AFailedDeserializationHoldsNothingAndTheNextLoadMakesTheEngin
 // maker's failure, with no other holder, destroys the engine; a joining session's leaves it to the others.
 TEST(SharedEngine, ALoadThatFailsAfterHoldingTheEngineLetsGoOfIt) {
   const Engines before = engines();
-  gpufree::inject_fault(gpufree::Call::kCreateExecutionContext, 1, "llm");
-  et::Error status = et::Error::Ok;
-  auto made_it = load_module(fixture("llm"), {}, &status);
-  gpufree::clear_faults();
-  EXPECT_NE(status, et::Error::Ok);
-  Engines now = engines().minus(before);
-  EXPECT_EQ(now.deserialized, 1);
-  EXPECT_EQ(now.resident, 0);
-  EXPECT_EQ(now.sessions, 0);
+  auto made_it = load_failing_at(gpufree::Call::kCreateExecutionContext);
+  expect_engines(engines().minus(before), 1, 0, 0);
 
   Sessions sessions = load_sessions("llm", 1);
-  gpufree::inject_fault(gpufree::Call::kCreateExecutionContext, 1, "llm");
-  auto joined = load_module(fixture("llm"), {}, &status);
-  gpufree::clear_faults();
-  EXPECT_NE(status, et::Error::Ok);
-  now = engines().minus(before);
-  EXPECT_EQ(now.deserialized, 2);
-  EXPECT_EQ(now.resident, 1);
-  EXPECT_EQ(now.sessions, 1);
+  auto joined = load_failing_at(gpufree::Call::kCreateExecutionContext);
+  expect_engines(engines().minus(before), 2, 1, 1);
   const std::vector<int64_t> one = {3};
   expect_logits(run_ids(*sessions[0], one), one);
 }
