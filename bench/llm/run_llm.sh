@@ -62,10 +62,11 @@ if [[ "$PHASE" == share-build ]]; then
   grep -E "^wrote|error" "$WORK/pack.log" | tail -1
 fi
 if [[ "$PHASE" == share-bench ]]; then
-  # SESSIONS (default 1,8): the counts. A session of its own takes ~13.5 GiB (the 4.2 GiB plan and 9.2 GiB of
-  # scratch), so 8 need an H200; on an H100 (80 GB) SESSIONS=1,4. split.pte (no profile sharing: every session
-  # deserializes, either way) once, to show it, when the build phase made it; ~7 min in all on the H200.
-  "$HERE/etrt_bench_nvidia_sessions" --reps 3 --sessions "${SESSIONS:-1,8}" "$WORK/split_sharing.pte" \
+  # SESSIONS (default 1,8): the counts; REPS (default 3): the repetitions. A session of its own takes ~13.5 GiB (the
+  # 4.2 GiB plan and 9.2 GiB of scratch), so 8 need an H200; on an H100 (80 GB) SESSIONS=1,4. split.pte (no profile
+  # sharing: every session deserializes, either way) once, to show it, when the build phase made it; ~7 min in all on
+  # the H200.
+  "$HERE/etrt_bench_nvidia_sessions" --reps "${REPS:-3}" --sessions "${SESSIONS:-1,8}" "$WORK/split_sharing.pte" \
     >> "$WORK/sessions.log" 2>&1 || status=1
   if [[ -f "$WORK/split.pte" ]]; then
     "$HERE/etrt_bench_nvidia_sessions" --reps 1 --sessions "${SESSIONS:-1,8}" "$WORK/split.pte" \
