@@ -66,10 +66,11 @@ if [[ "$PHASE" == share-bench ]]; then
   # 4.2 GiB plan and 9.2 GiB of scratch), so 8 need an H200; on an H100 (80 GB) SESSIONS=1,4. split.pte (no profile
   # sharing: every session deserializes, either way) once, to show it, when the build phase made it; ~7 min in all on
   # the H200.
-  "$HERE/etrt_bench_nvidia_sessions" --reps "${REPS:-3}" --sessions "${SESSIONS:-1,8}" "$WORK/split_sharing.pte" \
+  sessions="${SESSIONS:-1,8}"
+  "$HERE/etrt_bench_nvidia_sessions" --reps "${REPS:-3}" --sessions "$sessions" "$WORK/split_sharing.pte" \
     >> "$WORK/sessions.log" 2>&1 || status=1
   if [[ -f "$WORK/split.pte" ]]; then
-    "$HERE/etrt_bench_nvidia_sessions" --reps 1 --sessions "${SESSIONS:-1,8}" "$WORK/split.pte" \
+    "$HERE/etrt_bench_nvidia_sessions" --reps 1 --sessions "$sessions" "$WORK/split.pte" \
       >> "$WORK/sessions.log" 2>&1 || status=1
   fi
   cat "$WORK/sessions.log"
