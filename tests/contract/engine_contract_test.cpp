@@ -312,7 +312,9 @@ TEST_F(NvInferContract, AProfileAnotherContextHoldsIsSharedExactlyWhenThePlanWas
     ASSERT_NE(second, nullptr);
     observe(("initial profile of a second context, " + model.label).c_str(),
             std::to_string(second->optimization_profile()));
-    EXPECT_EQ(second->optimization_profile(), shares ? kDecode : -1) << model.label;
+    if (!shares) {  // with sharing, 8.6 documents no rule (observed above); the profile calls below say it shares
+      EXPECT_EQ(second->optimization_profile(), -1) << model.label;
+    }
     ASSERT_EQ(first->set_optimization_profile(kPrefill, stream(), why_), Error::Ok) << why_.c_str();
     ASSERT_EQ(io_.run(*first, tokens(32), &out_, why_), Error::Ok) << why_.c_str();
     const Error e = second->set_optimization_profile(kPrefill, stream(), why_);

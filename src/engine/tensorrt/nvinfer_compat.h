@@ -29,6 +29,12 @@
 
 #include "common/shape.h"
 
+#if NV_TENSORRT_MAJOR == 8
+#include <cuda_runtime_api.h>
+
+#include "engine/tensorrt/nvinfer_errors.h"
+#endif
+
 #if NV_TENSORRT_MAJOR < 8 || (NV_TENSORRT_MAJOR == 8 && NV_TENSORRT_MINOR < 6) || NV_TENSORRT_MAJOR == 9 || \
     (NV_TENSORRT_MAJOR == 10 && NV_TENSORRT_MINOR < 1)
 #error "etrt's TensorRT adapter needs TensorRT 8.6, or 10.1 or newer (10.x, 11.x)."
@@ -102,15 +108,23 @@ inline nvinfer1::IExecutionContext* create_context(nvinfer1::ICudaEngine& engine
 }
 
 // Whether execution contexts of NVIDIA's `engine` may hold one optimization profile at once (TensorRT's profile
-// sharing). From 10.0 on always. TensorRT 8.6 has no query: an engine built with PreviewFeature::kPROFILE_SHARING_0806
-// gives a second context profile 0 while a first holds it, one built without gives it none (-1), so two contexts
-// without memory are created and the second's profile read; call it while the engine has no other context. Any
-// failure answers false, which only costs a session its own engine.
+// sharing). From 10.0 on always. TensorRT 8.6 has no query. A second context created while a first holds profile 0
+// starts without a profile (-1; createExecutionContext's documentation) -- or, for an engine built with
+// PreviewFeature::kPROFILE_SHARING_0806, possibly with profile 0 -- and may then choose profile 0 only if the engine
+// was built with that flag. So two contexts without memory are created; the second's profile is read and, if it has
+// none, it chooses profile 0, a refusal going to a recorder of its own (a refusal is the answer, not an error for
+// the engine's logger). Call it while the engine has no other context. Any failure answers false, which only costs a
+// session its own engine.
 inline bool probe_profile_sharing(nvinfer1::ICudaEngine& engine) {
 #if ETRT_TENSORRT_8
+  ErrorRecorder refusals;  // outlives both contexts
   std::unique_ptr<nvinfer1::IExecutionContext> first(create_context(engine, /*user_managed_memory=*/true));
   std::unique_ptr<nvinfer1::IExecutionContext> second(create_context(engine, /*user_managed_memory=*/true));
-  return first != nullptr && second != nullptr && second->getOptimizationProfile() == 0;
+  if (first == nullptr || second == nullptr) return false;
+  if (second->getOptimizationProfile() == 0) return true;
+  second->setErrorRecorder(&refusals);
+  const bool chosen = second->setOptimizationProfileAsync(0, nullptr);
+  return cudaStreamSynchronize(nullptr) == cudaSuccess && chosen;
 #else
   (void)engine;
   return true;
