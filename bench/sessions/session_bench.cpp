@@ -18,7 +18,6 @@
 
 #include <executorch/extension/module/module.h>
 #include <executorch/runtime/backend/interface.h>
-#include <executorch/runtime/backend/options.h>
 
 #include <chrono>
 #include <cstdio>
@@ -33,6 +32,7 @@
 #ifdef ETRT_BENCH_GPUFREE
 #include "etrt_gpufree/trace.h"
 #endif
+#include "counters.h"
 #include "median.h"
 #include "module_loading.h"
 
@@ -44,14 +44,6 @@ namespace {
 
 namespace et = ::executorch::runtime;
 using ::executorch::extension::Module;
-
-int64_t counter(const char* key) {
-  et::BackendOption option;
-  std::snprintf(option.key, sizeof(option.key), "%s", key);
-  option.value = 0;
-  if (et::get_option(etrt::kBackendId, et::Span<et::BackendOption>(&option, 1)) != et::Error::Ok) return -1;
-  return std::get<int>(option.value);
-}
 
 #ifdef ETRT_BENCH_DEVICE_MEMORY
 constexpr bool kDeviceMemory = true;
@@ -77,7 +69,7 @@ struct Sample {
 
 // Loads `n` Modules of `path`, sharing the engine or not; what it took. Exits on a refusal.
 Sample load_sessions(const std::string& path, size_t n, bool share) {
-  const int64_t deserialized = counter(etrt::kCounterEnginesDeserialized);
+  const int64_t deserialized = etrt::testing::counter(etrt::kCounterEnginesDeserialized);
   const int64_t device_before = device_bytes_in_use();
   std::vector<std::unique_ptr<Module>> sessions;
   sessions.reserve(n);
@@ -95,9 +87,9 @@ Sample load_sessions(const std::string& path, size_t n, bool share) {
   const auto end = std::chrono::steady_clock::now();
   Sample s;
   s.load_ms = std::chrono::duration<double, std::milli>(end - start).count();
-  s.engines = counter(etrt::kCounterEnginesResident);
-  s.engine_bytes = counter(etrt::kCounterEngineBytes);
-  s.deserialized = counter(etrt::kCounterEnginesDeserialized) - deserialized;
+  s.engines = etrt::testing::counter(etrt::kCounterEnginesResident);
+  s.engine_bytes = etrt::testing::counter(etrt::kCounterEngineBytes);
+  s.deserialized = etrt::testing::counter(etrt::kCounterEnginesDeserialized) - deserialized;
   s.device_bytes = device_bytes_in_use() - device_before;
   return s;  // the sessions go here, untimed
 }
