@@ -200,5 +200,70 @@ TEST(EngineCacheKeys, AnEngineMadeWithoutSharingIsNeverFound) {
   expect_totals(minus(engine_cache_totals(), before), 2, 2, 2);
 }
 
+// The engine as made, whose answer to profiles_shared_across_contexts() is counted: on TensorRT 8.6 asking creates
+// two contexts (seconds for a multi-GB engine), so the cache asks once per key.
+class CountedAsk final : public engine::Engine {
+ public:
+  CountedAsk(std::unique_ptr<engine::Engine> engine, std::atomic<int>* asked)
+      : engine_(std::move(engine)), asked_(asked) {}
+  int32_t num_io_tensors() const override { return engine_->num_io_tensors(); }
+  const engine::TensorDesc& io_tensor(int32_t i) const override { return engine_->io_tensor(i); }
+  int32_t num_profiles() const override { return engine_->num_profiles(); }
+  Error profile_shape(int32_t profile, int32_t i, Shape* min, Shape* opt, Shape* max, Diagnostic& why) const override {
+    return engine_->profile_shape(profile, i, min, opt, max, why);
+  }
+  engine::MemoryKind memory_kind() const override { return engine_->memory_kind(); }
+  size_t device_memory_size() const override { return engine_->device_memory_size(); }
+  int64_t streamable_weights_size() const override { return engine_->streamable_weights_size(); }
+  int64_t weight_streaming_automatic_budget() const override { return engine_->weight_streaming_automatic_budget(); }
+  int64_t weight_streaming_budget() const override { return engine_->weight_streaming_budget(); }
+  Error set_weight_streaming_budget(int64_t bytes, Diagnostic& why) override {
+    return engine_->set_weight_streaming_budget(bytes, why);
+  }
+  bool profiles_shared_across_contexts() override {
+    ++*asked_;
+    return engine_->profiles_shared_across_contexts();
+  }
+  Error create_context(const engine::ContextOptions& options, std::unique_ptr<engine::ExecutionContext>* out,
+                       Diagnostic& why) override {
+    return engine_->create_context(options, out, why);
+  }
+
+ private:
+  std::unique_ptr<engine::Engine> engine_;
+  std::atomic<int>* asked_;
+};
+
+// An engine whose contexts cannot share profiles (TensorRT 8.6's rule for a plan built without
+// kPROFILE_SHARING_0806) gives every load an engine of its own, and is asked whether it shares only at the first:
+// later loads of its key, while it lives and after it went, make their own without asking.
+TEST(EngineCacheKeys, AKeyWhoseEngineCannotShareIsAskedOnce) {
+  gpufree::Builder builder = llm_builder("cache_trt86");
+  builder.set_tensorrt_version(gpufree::TensorRTVersion::k8_6);
+  const std::vector<uint8_t> bytes = build_or_fail(builder);
+  const EngineKey key = engine_key(bytes.data(), bytes.size(), 0, -1, false, "");
+  std::atomic<int> made{0}, asked{0};
+  const MakeEngine make = [&](std::unique_ptr<engine::Engine>* out, Diagnostic& why) {
+    ++made;
+    std::unique_ptr<engine::Engine> engine;
+    const Error status = engine::tensorrt::deserialize(bytes.data(), bytes.size(), 0, &engine, why);
+    if (status == Error::Ok) *out = std::make_unique<CountedAsk>(std::move(engine), &asked);
+    return status;
+  };
+  const EngineCacheTotals before = engine_cache_totals();
+  Diagnostic why;
+  EngineHold first, second;
+  ASSERT_EQ(acquire_engine(key, bytes.size(), true, make, &first, why), Error::Ok) << why.c_str();
+  ASSERT_EQ(acquire_engine(key, bytes.size(), true, make, &second, why), Error::Ok) << why.c_str();
+  EXPECT_NE(first.get(), second.get());
+  expect_totals(minus(engine_cache_totals(), before), 2, 2, 2);
+  first.reset();
+  second.reset();
+  EngineHold third;
+  ASSERT_EQ(acquire_engine(key, bytes.size(), true, make, &third, why), Error::Ok) << why.c_str();
+  EXPECT_EQ(made.load(), 3);
+  EXPECT_EQ(asked.load(), 1);
+}
+
 }  // namespace
 }  // namespace etrt::backend

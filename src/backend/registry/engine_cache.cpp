@@ -1,9 +1,12 @@
 // The engine cache (engine_cache.h): live engines in one list under one lock. An engine being made is listed, not
 // ready, so a second load of its key waits for it instead of deserializing it again; loads of other keys go on.
+// Keys whose engine was found not to share profiles are remembered, so later loads of them neither wait nor ask
+// again (on TensorRT 8.6 asking costs two contexts: seconds for a multi-GB engine).
 
 #include "backend/registry/engine_cache.h"
 
 #include <algorithm>
+#include <array>
 #include <condition_variable>
 #include <mutex>
 #include <utility>
@@ -21,10 +24,33 @@ struct Entry {
   int64_t sessions = 0;
 };
 
+// Keys found not to share, the latest kKept (an older one forgotten asks again at its next load). A fixed ring:
+// recording one cannot fail once the engine is made.
+class Unshareable {
+ public:
+  static constexpr size_t kKept = 64;
+  bool holds(const EngineKey& key) const {
+    for (size_t i = 0; i < count_; ++i)
+      if (keys_[i] == key) return true;
+    return false;
+  }
+  void add(const EngineKey& key) {
+    if (holds(key)) return;
+    keys_[next_] = key;
+    next_ = (next_ + 1) % kKept;
+    count_ = std::min(count_ + 1, kKept);
+  }
+
+ private:
+  std::array<EngineKey, kKept> keys_{};
+  size_t count_ = 0, next_ = 0;
+};
+
 struct Cache {
   std::mutex mutex;
   std::condition_variable made;  // an entry became ready, or left
   std::vector<Entry*> entries;   // every engine held or being made
+  Unshareable unshareable;       // keys whose engine cannot share profiles
   int64_t deserialized = 0;
 };
 
@@ -83,6 +109,7 @@ Error acquire_engine(const EngineKey& key, size_t bytes, bool share, const MakeE
       }
       c.made.wait(lock);  // its maker finishes it, or gives up, or finds it cannot be shared
     }
+    share = !c.unshareable.holds(key);
   }
   auto entry = std::make_unique<Entry>();
   entry->key = key;
@@ -108,6 +135,7 @@ Error acquire_engine(const EngineKey& key, size_t bytes, bool share, const MakeE
     return status;
   }
   lock.lock();
+  if (share && !shared) c.unshareable.add(key);
   ++c.deserialized;
   entry->engine = std::move(made);
   entry->shared = shared;

@@ -28,8 +28,9 @@ using MakeEngine = std::function<Error(std::unique_ptr<engine::Engine>* out, Dia
 
 // Holds the engine of `key` in *out: the shared one when `share` and the cache has one, else one `make` makes,
 // which later loads of the key share if `share` and shares_engine() allows (the engine shares profiles across
-// contexts). `bytes`: the engine's serialized size, for the counters. On failure (make's, with its reason in `why`)
-// *out is untouched and nothing is held.
+// contexts; an engine found not to is remembered by key, and later loads of it make their own without asking). `bytes`:
+// the engine's serialized size, for the counters. On failure (make's, with its reason in `why`) *out is untouched and
+// nothing is held.
 [[nodiscard]] Error acquire_engine(const EngineKey& key, size_t bytes, bool share, const MakeEngine& make,
                                    EngineHold* out, Diagnostic& why);
 
