@@ -62,10 +62,10 @@ if [[ "$PHASE" == share-build ]]; then
   grep -E "^wrote|error" "$WORK/pack.log" | tail -1
 fi
 if [[ "$PHASE" == share-bench ]]; then
-  # SESSIONS (default 1,8): the counts; REPS (default 3): the repetitions. A session of its own takes ~13.5 GiB (the
-  # 4.2 GiB plan and 9.2 GiB of scratch), so 8 need an H200; on an H100 (80 GB) SESSIONS=1,4. split.pte (no profile
-  # sharing: every session deserializes, either way) once, to show it, when the build phase made it; ~7 min in all on
-  # the H200.
+  # SESSIONS (default 1,8): the counts; REPS (default 3): the repetitions. A session of its own takes ~14.6 GiB (the
+  # 5.4 GiB sharing plan and 9.2 GiB of scratch), so 8 need an H200; on an H100 (80 GB) SESSIONS=1,4. split.pte (no
+  # profile sharing: every session deserializes, either way) once, to show it, when the build phase made it. On the
+  # H200, REPS=2 without split.pte took 5 min.
   sessions="${SESSIONS:-1,8}"
   "$HERE/etrt_bench_nvidia_sessions" --reps "${REPS:-3}" --sessions "$sessions" "$WORK/split_sharing.pte" \
     >> "$WORK/sessions.log" 2>&1 || status=1
