@@ -312,9 +312,9 @@ TEST_F(NvInferContract, AProfileAnotherContextHoldsIsSharedExactlyWhenThePlanWas
     ASSERT_NE(second, nullptr);
     observe(("initial profile of a second context, " + model.label).c_str(),
             std::to_string(second->optimization_profile()));
-    if (!shares) {  // with sharing, 8.6 documents no rule (observed above); the profile calls below say it shares
-      EXPECT_EQ(second->optimization_profile(), -1) << model.label;
-    }
+    // 8.6 documents -1 without sharing and nothing with it; 8.6.0 gave 0 on the H200 (2026-12-06). The adapter's probe
+    // does not rely on it (nvinfer_compat.h), so a release that differs fails here, not in the sessions.
+    EXPECT_EQ(second->optimization_profile(), shares ? kDecode : -1) << model.label;
     ASSERT_EQ(first->set_optimization_profile(kPrefill, stream(), why_), Error::Ok) << why_.c_str();
     ASSERT_EQ(io_.run(*first, tokens(32), &out_, why_), Error::Ok) << why_.c_str();
     const Error e = second->set_optimization_profile(kPrefill, stream(), why_);
