@@ -104,8 +104,11 @@ inline constexpr char kOptionPluginLibraries[] = "plugin_libraries";
 /// engine goes with the last of them. Engines whose contexts cannot share an
 /// optimization profile (TensorRT 8.6 plans built without
 /// PreviewFeature::kPROFILE_SHARING_0806) are never shared. Set false to give
-/// this module's delegates engines of their own. docs/design.md, "One engine,
-/// many sessions".
+/// this module's delegates engines of their own. On TensorRT 8.6, which has no
+/// query for profile sharing, the first load of an engine with this on creates
+/// two contexts to find out (about 2.5 s for a 5 GB plan on an H200, once per
+/// engine per process); a process that loads each program once can save that
+/// with false. docs/design.md, "One engine, many sessions".
 inline constexpr char kOptionShareEngine[] = "share_engine";
 
 // ---- process-wide counters (executorch::runtime::get_option, int values) ----
