@@ -236,5 +236,45 @@ TEST(RepeatKvCache, WriteBackOutputGetsTheUpdatedCacheAfterEveryRepeatedStep) {
   expect_decode_steps_update_the_cache("kv_unplanned_write_back", /*write_back=*/true);
 }
 
+// A write-back output ExecuTorch planned no memory for (unplanned, and no set_output) is refused before the enqueue,
+// naming it and what to do, with the cache untouched; given memory, the same module runs. The repeat path checks it
+// too: after a successful step, a write-back output set to no memory is not a repeat, and is refused.
+TEST(RepeatKvCache, AWriteBackOutputWithNoMemoryIsRefusedBeforeTheCacheChanges) {
+  auto module = load_module(module_test::fixture("kv_unplanned_write_back"), Strategy::kSwitch);
+  auto x = aligned_buffer<float>(2);
+  auto pos = aligned_buffer<int64_t>(1);
+  auto cache = aligned_buffer<float>(kCacheFloats);
+  auto y = aligned_buffer<float>(8);
+  auto cache_out = aligned_buffer<float>(kCacheFloats);
+  for (size_t i = 0; i < kCacheFloats; ++i) cache[i] = cache_out[i] = -1.0f;
+  x[0] = 5.0f;
+  x[1] = 6.0f;
+  pos[0] = 0;
+  const auto step = [&] {
+    return module->forward({from_blob(x.get(), {1, 1, 2}, ScalarType::Float),
+                            from_blob(pos.get(), {1}, ScalarType::Long),
+                            from_blob(cache.get(), {1, 8, 2}, ScalarType::Float)});
+  };
+  ASSERT_EQ(module->set_output(from_blob(y.get(), {1, 4, 2}, ScalarType::Float), 0), et::Error::Ok);
+  EXPECT_FALSE(step().ok());
+  EXPECT_THAT(last_error_message(), HasSubstr("has no memory"));
+  EXPECT_THAT(last_error_message(), HasSubstr("Module::set_output"));
+  EXPECT_EQ(std::vector<float>(cache.get(), cache.get() + kCacheFloats), std::vector<float>(kCacheFloats, -1.0f))
+      << "refused before the enqueue: the cache is as it was";
+  EXPECT_EQ(gpufree::count_enqueues("kv"), 0);
+
+  ASSERT_EQ(module->set_output(from_blob(cache_out.get(), {1, 8, 2}, ScalarType::Float), 1), et::Error::Ok);
+  ASSERT_TRUE(step().ok()) << last_error_message();
+  EXPECT_EQ(cache_out[0], 5.0f);
+  EXPECT_EQ(cache_out[1], 6.0f);
+
+  // The same call again, but the write-back output's memory taken away: refused, not repeated.
+  ASSERT_EQ(module->set_output(from_blob(nullptr, {1, 8, 2}, ScalarType::Float), 1), et::Error::Ok);
+  pos[0] = 0;
+  EXPECT_FALSE(step().ok());
+  EXPECT_THAT(last_error_message(), HasSubstr("has no memory"));
+  EXPECT_EQ(gpufree::count_enqueues("kv"), 1);
+}
+
 }  // namespace
 }  // namespace etrt::module_test

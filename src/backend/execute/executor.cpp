@@ -13,6 +13,7 @@
 #include <executorch/runtime/platform/log.h>
 
 #include "backend/device/nvtx_range.h"
+#include "backend/device/staging.h"
 #include "backend/execute/executor.h"
 #include "backend/execute/executor_refusals.h"
 #include "backend/glue/last_error.h"
@@ -188,7 +189,10 @@ inline bool Executor::repeats_last(const ProfileRequest& request, Span<EValue*> 
     if (t.scalar_type() != argument.scalar_type) return false;
     const bool is_input = k < n_in;
     if (is_input ? !has_shape(t, input_shapes[k]) : !holds_output_shape(t, output_shapes[k - n_in])) return false;
-    if (argument.kind == ArgumentKind::kAlias) continue;  // written in place: bound where its input is
+    if (argument.kind == ArgumentKind::kAlias) {  // written in place, bound where its input is; copied to if passed
+      if (t.const_data_ptr() == nullptr) return false;
+      continue;
+    }
     if (t.const_data_ptr() != addresses[k] || !device.binds_in_place(t)) return false;
   }
   return true;
@@ -376,7 +380,11 @@ inline Error Executor::bind(BoundContext& target, DeviceCall& device) {
     const bool is_input = k < n_in;
     void* address = nullptr;
     if (argument.kind == ArgumentKind::kAlias) {
-      // Written in place: bound where its input was just bound (TensorRT requires it of a KV-cache update).
+      // Written in place: bound where its input was just bound (TensorRT requires it of a KV-cache update). A
+      // write-back tensor the call passes gets a copy after the enqueue: it needs memory of its own.
+      const Tensor* write_back = arg_tensors_[k];
+      if (write_back != nullptr && write_back->const_data_ptr() == nullptr && write_back->nbytes() > 0)
+        return refuse_missing_memory(why_, "output", argument.display_name.c_str(), write_back->nbytes());
       address = target.address(static_cast<size_t>(argument.target));
       device_.staged[k] = kNotStaged;
     } else if (argument.kind == ArgumentKind::kState) {
