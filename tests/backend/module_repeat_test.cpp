@@ -192,40 +192,55 @@ TEST(RepeatScalarOutput, RepeatsWithARankZeroOutput) {
 
 constexpr size_t kCacheFloats = 16;
 
+// The caller's aligned buffers for one decode step of the kv engine: x [1, 1, 2], pos [1], cache [1, 8, 2], and the
+// outputs y [1, 4, 2] and cache_out [1, 8, 2]; cache and cache_out start at -1.
+struct KvBuffers {
+  AlignedBuffer<float> x = aligned_buffer<float>(2);
+  AlignedBuffer<int64_t> pos = aligned_buffer<int64_t>(1);
+  AlignedBuffer<float> cache = aligned_buffer<float>(kCacheFloats);
+  AlignedBuffer<float> y = aligned_buffer<float>(8);
+  AlignedBuffer<float> cache_out = aligned_buffer<float>(kCacheFloats);
+
+  KvBuffers() {
+    for (size_t i = 0; i < kCacheFloats; ++i) cache[i] = cache_out[i] = -1.0f;
+  }
+  et::Result<std::vector<et::EValue>> step(Module& module) {
+    return module.forward({from_blob(x.get(), {1, 1, 2}, ScalarType::Float),
+                           from_blob(pos.get(), {1}, ScalarType::Long),
+                           from_blob(cache.get(), {1, 8, 2}, ScalarType::Float)});
+  }
+  std::vector<float> cache_values() const { return std::vector<float>(cache.get(), cache.get() + kCacheFloats); }
+  std::vector<float> cache_out_values() const {
+    return std::vector<float>(cache_out.get(), cache_out.get() + kCacheFloats);
+  }
+};
+
 // Decode steps on the caller's aligned x, pos and cache: each step's row lands in the cache and stays there. With
 // `write_back`, the cache's write-back output gets the updated cache after every step.
 void expect_decode_steps_update_the_cache(const std::string& name, bool write_back) {
   auto module = load_module(module_test::fixture(name), Strategy::kSwitch);
-  auto x = aligned_buffer<float>(2);
-  auto pos = aligned_buffer<int64_t>(1);
-  auto cache = aligned_buffer<float>(kCacheFloats);
-  auto y = aligned_buffer<float>(8);
-  auto cache_out = aligned_buffer<float>(kCacheFloats);
-  for (size_t i = 0; i < kCacheFloats; ++i) cache[i] = cache_out[i] = -1.0f;
-  ASSERT_EQ(module->set_output(from_blob(y.get(), {1, 4, 2}, ScalarType::Float), 0), et::Error::Ok);
+  KvBuffers b;
+  ASSERT_EQ(module->set_output(from_blob(b.y.get(), {1, 4, 2}, ScalarType::Float), 0), et::Error::Ok);
   if (write_back) {
-    ASSERT_EQ(module->set_output(from_blob(cache_out.get(), {1, 8, 2}, ScalarType::Float), 1), et::Error::Ok);
+    ASSERT_EQ(module->set_output(from_blob(b.cache_out.get(), {1, 8, 2}, ScalarType::Float), 1), et::Error::Ok);
   }
   std::vector<float> expected(kCacheFloats, -1.0f);
   for (int64_t step = 0; step < 4; ++step) {
-    x[0] = static_cast<float>(10 * step + 1);
-    x[1] = static_cast<float>(10 * step + 2);
-    pos[0] = step;
-    expected[static_cast<size_t>(step) * 2] = x[0];
-    expected[static_cast<size_t>(step) * 2 + 1] = x[1];
-    auto result =
-        module->forward({from_blob(x.get(), {1, 1, 2}, ScalarType::Float), from_blob(pos.get(), {1}, ScalarType::Long),
-                         from_blob(cache.get(), {1, 8, 2}, ScalarType::Float)});
+    b.x[0] = static_cast<float>(10 * step + 1);
+    b.x[1] = static_cast<float>(10 * step + 2);
+    b.pos[0] = step;
+    expected[static_cast<size_t>(step) * 2] = b.x[0];
+    expected[static_cast<size_t>(step) * 2 + 1] = b.x[1];
+    auto result = b.step(*module);
     ASSERT_TRUE(result.ok()) << last_error_message();
-    EXPECT_EQ(std::vector<float>(cache.get(), cache.get() + kCacheFloats), expected) << "step " << step;
-    EXPECT_EQ(std::vector<float>(y.get(), y.get() + 2), (std::vector<float>{2 * x[0], 2 * x[1]})) << "step " << step;
-    if (write_back) {
-      EXPECT_EQ(std::vector<float>(cache_out.get(), cache_out.get() + kCacheFloats), expected) << "step " << step;
-    }
+    EXPECT_EQ(b.cache_values(), expected) << "step " << step;
+    EXPECT_EQ(std::vector<float>(b.y.get(), b.y.get() + 2), (std::vector<float>{2 * b.x[0], 2 * b.x[1]}))
+        << "step " << step;
+    if (write_back) EXPECT_EQ(b.cache_out_values(), expected) << "step " << step;
   }
   EXPECT_EQ(gpufree::count_enqueues("kv"), 4);
   EXPECT_EQ(count("kv", TraceKind::kSetInputShape), 3) << "x, pos and cache, once\n" << trace_text("kv");
-  EXPECT_EQ(bound("kv", 4), cache.get()) << "cache_out is written where cache is\n" << trace_text("kv");
+  EXPECT_EQ(bound("kv", 4), b.cache.get()) << "cache_out is written where cache is\n" << trace_text("kv");
 }
 
 TEST(RepeatKvCache, DelegateOwnedCacheIsUpdatedInPlaceByEveryRepeatedStep) {
@@ -241,38 +256,30 @@ TEST(RepeatKvCache, WriteBackOutputGetsTheUpdatedCacheAfterEveryRepeatedStep) {
 // too: after a successful step, a write-back output set to no memory is not a repeat, and is refused.
 TEST(RepeatKvCache, AWriteBackOutputWithNoMemoryIsRefusedBeforeTheCacheChanges) {
   auto module = load_module(module_test::fixture("kv_unplanned_write_back"), Strategy::kSwitch);
-  auto x = aligned_buffer<float>(2);
-  auto pos = aligned_buffer<int64_t>(1);
-  auto cache = aligned_buffer<float>(kCacheFloats);
-  auto y = aligned_buffer<float>(8);
-  auto cache_out = aligned_buffer<float>(kCacheFloats);
-  for (size_t i = 0; i < kCacheFloats; ++i) cache[i] = cache_out[i] = -1.0f;
-  x[0] = 5.0f;
-  x[1] = 6.0f;
-  pos[0] = 0;
-  const auto step = [&] {
-    return module->forward({from_blob(x.get(), {1, 1, 2}, ScalarType::Float),
-                            from_blob(pos.get(), {1}, ScalarType::Long),
-                            from_blob(cache.get(), {1, 8, 2}, ScalarType::Float)});
-  };
-  ASSERT_EQ(module->set_output(from_blob(y.get(), {1, 4, 2}, ScalarType::Float), 0), et::Error::Ok);
-  EXPECT_FALSE(step().ok());
+  KvBuffers b;
+  b.x[0] = 5.0f;
+  b.x[1] = 6.0f;
+  b.pos[0] = 0;
+  ASSERT_EQ(module->set_output(from_blob(b.y.get(), {1, 4, 2}, ScalarType::Float), 0), et::Error::Ok);
+  EXPECT_FALSE(b.step(*module).ok());
   EXPECT_THAT(last_error_message(), HasSubstr("has no memory"));
   EXPECT_THAT(last_error_message(), HasSubstr("Module::set_output"));
-  EXPECT_EQ(std::vector<float>(cache.get(), cache.get() + kCacheFloats), std::vector<float>(kCacheFloats, -1.0f))
-      << "refused before the enqueue: the cache is as it was";
+  EXPECT_EQ(b.cache_values(), std::vector<float>(kCacheFloats, -1.0f)) << "refused before the enqueue";
   EXPECT_EQ(gpufree::count_enqueues("kv"), 0);
 
-  ASSERT_EQ(module->set_output(from_blob(cache_out.get(), {1, 8, 2}, ScalarType::Float), 1), et::Error::Ok);
-  ASSERT_TRUE(step().ok()) << last_error_message();
-  EXPECT_EQ(cache_out[0], 5.0f);
-  EXPECT_EQ(cache_out[1], 6.0f);
+  ASSERT_EQ(module->set_output(from_blob(b.cache_out.get(), {1, 8, 2}, ScalarType::Float), 1), et::Error::Ok);
+  ASSERT_TRUE(b.step(*module).ok()) << last_error_message();
+  std::vector<float> expected(kCacheFloats, -1.0f);
+  expected[0] = 5.0f;
+  expected[1] = 6.0f;
+  EXPECT_EQ(b.cache_out_values(), expected);
 
   // The same call again, but the write-back output's memory taken away: refused, not repeated.
   ASSERT_EQ(module->set_output(from_blob(nullptr, {1, 8, 2}, ScalarType::Float), 1), et::Error::Ok);
-  pos[0] = 0;
-  EXPECT_FALSE(step().ok());
+  b.x[0] = 7.0f;
+  EXPECT_FALSE(b.step(*module).ok());
   EXPECT_THAT(last_error_message(), HasSubstr("has no memory"));
+  EXPECT_EQ(b.cache_values(), expected) << "refused before the enqueue";
   EXPECT_EQ(gpufree::count_enqueues("kv"), 1);
 }
 

@@ -31,10 +31,6 @@ using executorch::runtime::Span;
 
 namespace {
 
-inline Error check_dtype(Diagnostic& why, const Argument& argument, const Tensor& t, const char* role) {
-  return t.scalar_type() == argument.scalar_type ? Error::Ok : refuse_dtype(why, argument, t, role);
-}
-
 // Whether `t` has exactly shape `s`.
 inline bool has_shape(const Tensor& t, const Shape& s) {
   const auto sizes = t.sizes();
@@ -189,10 +185,8 @@ inline bool Executor::repeats_last(const ProfileRequest& request, Span<EValue*> 
     if (t.scalar_type() != argument.scalar_type) return false;
     const bool is_input = k < n_in;
     if (is_input ? !has_shape(t, input_shapes[k]) : !holds_output_shape(t, output_shapes[k - n_in])) return false;
-    if (argument.kind == ArgumentKind::kAlias) {  // written in place, bound where its input is; copied to if passed
-      if (t.const_data_ptr() == nullptr) return false;
-      continue;
-    }
+    // Written in place, bound where its input is. A write-back tensor with no memory falls through and is no repeat.
+    if (argument.kind == ArgumentKind::kAlias && t.const_data_ptr() != nullptr) continue;
     if (t.const_data_ptr() != addresses[k] || !device.binds_in_place(t)) return false;
   }
   return true;
@@ -381,10 +375,9 @@ inline Error Executor::bind(BoundContext& target, DeviceCall& device) {
     void* address = nullptr;
     if (argument.kind == ArgumentKind::kAlias) {
       // Written in place: bound where its input was just bound (TensorRT requires it of a KV-cache update). A
-      // write-back tensor the call passes gets a copy after the enqueue: it needs memory of its own.
-      const Tensor* write_back = arg_tensors_[k];
-      if (write_back != nullptr && write_back->const_data_ptr() == nullptr && write_back->nbytes() > 0)
-        return refuse_missing_memory(why_, "output", argument.display_name.c_str(), write_back->nbytes());
+      // write-back tensor the call passes is copied to after the enqueue: it needs memory of its own.
+      if (const Tensor* copy = arg_tensors_[k]; copy != nullptr && copy->const_data_ptr() == nullptr && copy->nbytes())
+        return refuse_missing_memory(why_, "output", argument.display_name.c_str(), copy->nbytes());
       address = target.address(static_cast<size_t>(argument.target));
       device_.staged[k] = kNotStaged;
     } else if (argument.kind == ArgumentKind::kState) {

@@ -18,6 +18,11 @@ namespace etrt::backend {
 // A tensor of another type than the engine's; `role`: "input" or "output".
 ETRT_COLD ETRT_NOINLINE Error refuse_dtype(Diagnostic& why, const Argument& argument, const executorch::aten::Tensor& t,
                                            const char* role);
+// Ok when `t` has the argument's type, else refuse_dtype.
+inline Error check_dtype(Diagnostic& why, const Argument& argument, const executorch::aten::Tensor& t,
+                         const char* role) {
+  return t.scalar_type() == argument.scalar_type ? Error::Ok : refuse_dtype(why, argument, t, role);
+}
 // `found` tensors, which no call of `plan` passes.
 ETRT_COLD ETRT_NOINLINE Error refuse_argument_count(Diagnostic& why, const Plan& plan, size_t found);
 // An input of more dimensions than TensorRT takes.
